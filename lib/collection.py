@@ -1,0 +1,261 @@
+"""The collection: source papers drawn from a window, TF-IDF lookalikes, random fillers.
+
+Lookalikes are each source's nearest papers by cosine similarity of TF-IDF vectors over
+title + abstract (Salton & Buckley 1988; scikit-learn's ``TfidfVectorizer``), taken from the
+whole pool, so that every source has close competitors in the collection.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from .config import Profile, write_json
+
+REQUIRED_FIELDS = {"id": str, "title": str, "abstract": str, "categories": list, "first_seen": str}
+ROLES = ("source", "lookalike", "filler")
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file, row and field."""
+
+
+@dataclass(frozen=True)
+class Paper:
+    id: str
+    title: str
+    abstract: str
+    categories: tuple[str, ...]
+    first_seen: str
+
+    @property
+    def text(self) -> str:
+        """What is embedded and searched: title and abstract."""
+        return f"{self.title}. {self.abstract}"
+
+
+def _open(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
+
+
+def parse_paper(obj: Any, source: str, row: int) -> Paper:
+    """Validate one JSON record; raise DataError naming file, row and field."""
+    if not isinstance(obj, dict):
+        raise DataError(f"{source}: row {row}: expected a JSON object, got {type(obj).__name__}")
+    for name, kind in REQUIRED_FIELDS.items():
+        if name not in obj:
+            raise DataError(f"{source}: row {row}: missing field {name!r}")
+        if not isinstance(obj[name], kind):
+            raise DataError(f"{source}: row {row}: field {name!r} should be {kind.__name__}, "
+                            f"got {type(obj[name]).__name__}")
+    for name in ("id", "title", "abstract"):
+        if not obj[name].strip():
+            raise DataError(f"{source}: row {row}: field {name!r} is empty")
+    fs = obj["first_seen"]
+    if len(fs) != 10 or fs[4] != "-" or fs[7] != "-":
+        raise DataError(f"{source}: row {row}: field 'first_seen' should be YYYY-MM-DD, got {fs!r}")
+    return Paper(obj["id"], obj["title"].strip(), obj["abstract"].strip(), tuple(obj["categories"]), fs)
+
+
+def read_papers(path: Path) -> list[Paper]:
+    """Read a JSON-lines file of papers (optionally gzipped), checking every row."""
+    papers = []
+    seen: set[str] = set()
+    with _open(path) as fh:
+        for row, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: row {row}: not valid JSON ({exc.msg})") from exc
+            paper = parse_paper(obj, str(path), row)
+            if paper.id in seen:
+                raise DataError(f"{path}: row {row}: field 'id': duplicate id {paper.id!r}")
+            seen.add(paper.id)
+            papers.append(paper)
+    return papers
+
+
+def is_new_submission(paper: Paper) -> bool:
+    """True when the arXiv id's YYMM is no earlier than one month before the first listing.
+
+    The daily listings also carry replaced and cross-listed old papers; the article's window means
+    papers *submitted* in it (after the models' training cut-off), so old ids are not sources.
+    """
+    head = paper.id.split(".")[0]
+    if len(head) != 4 or not head.isdigit():
+        return False
+    year, month = 2000 + int(head[:2]), int(head[2:])
+    seen_year, seen_month = int(paper.first_seen[:4]), int(paper.first_seen[5:7])
+    return (seen_year * 12 + seen_month) - (year * 12 + month) <= 1
+
+
+def eligible_sources(pool: Iterable[Paper], start: str, end: str, categories: Iterable[str]) -> list[Paper]:
+    """Papers first listed in [start, end] with one of the categories, new submissions only, by id."""
+    cats = set(categories)
+    out = [p for p in pool
+           if start <= p.first_seen <= end and cats & set(p.categories) and is_new_submission(p)]
+    return sorted(out, key=lambda p: p.id)
+
+
+def draw_sources(eligible: list[Paper], n: int, seed: int, given: Iterable[str] = ()) -> list[Paper]:
+    """Given ids first, then a seeded permutation of the eligible papers, cut to ``n``.
+
+    A permutation (not a fresh sample per size) makes smaller draws prefixes of larger ones:
+    the pilot's 20 sources are the first 20 of the default 300.
+    """
+    by_id = {p.id: p for p in eligible}
+    given = list(dict.fromkeys(given))
+    chosen = [by_id[g] for g in given if g in by_id]
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(eligible))
+    taken = {p.id for p in chosen}
+    for i in order:
+        if len(chosen) >= max(n, len(given)):
+            break
+        if eligible[i].id not in taken:
+            chosen.append(eligible[i])
+            taken.add(eligible[i].id)
+    return chosen
+
+
+def tfidf_neighbours(pool: list[Paper], query_ids: list[str], k: int) -> dict[str, list[tuple[str, float]]]:
+    """For each query paper, its ``k`` most similar other papers of the pool by TF-IDF cosine.
+
+    Ties are broken by id so the result is deterministic.
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(stop_words="english", sublinear_tf=True, min_df=2, dtype=np.float32)
+    matrix = vec.fit_transform([p.text for p in pool])  # rows are L2-normalised
+    index = {p.id: i for i, p in enumerate(pool)}
+    ids = np.array([p.id for p in pool])
+    out: dict[str, list[tuple[str, float]]] = {}
+    for qid in query_ids:
+        i = index[qid]
+        sims = (matrix @ matrix[i].T).toarray().ravel()
+        sims[i] = -1.0
+        top = np.argpartition(-sims, k + 10)[: k + 10]
+        ranked = sorted(top, key=lambda j: (-round(float(sims[j]), 6), ids[j]))[:k]
+        out[qid] = [(str(ids[j]), float(sims[j])) for j in ranked]
+    return out
+
+
+def build_collection(pool: list[Paper], *, n_sources: int, n_papers: int, n_lookalikes: int, seed: int,
+                     window: tuple[str, str], categories: Iterable[str],
+                     given_sources: Iterable[str] = ()) -> tuple[list[dict], dict]:
+    """Draw sources, add their lookalikes, fill at random to ``n_papers``; return rows and stats."""
+    given_sources = list(given_sources)
+    pool_ids = {p.id for p in pool}
+    unknown = [g for g in given_sources if g not in pool_ids]
+    if unknown:
+        raise DataError(f"source_ids: {len(unknown)} given id(s) not in the paper pool: {unknown[:5]}")
+    eligible = eligible_sources(pool, window[0], window[1], categories)
+    by_id = {p.id: p for p in pool}
+    # given sources need not be in the window: a user's own question may be about any paper
+    eligible_plus = sorted({**{p.id: p for p in eligible}, **{g: by_id[g] for g in given_sources}}.values(),
+                           key=lambda p: p.id)
+    sources = draw_sources(eligible_plus if given_sources else eligible, n_sources, seed, given_sources)
+    if len(sources) < n_sources:
+        raise DataError(f"only {len(sources)} eligible source papers in {window}, {n_sources} asked for")
+    neighbours = tfidf_neighbours(pool, [p.id for p in sources], n_lookalikes)
+    role: dict[str, str] = {p.id: "source" for p in sources}
+    for p in sources:
+        for nid, _ in neighbours[p.id]:
+            role.setdefault(nid, "lookalike")
+    if len(role) > n_papers:
+        raise DataError(f"n_papers={n_papers} is smaller than sources + lookalikes ({len(role)})")
+    rng = np.random.default_rng(seed + 1)
+    rest = sorted(pid for pid in pool_ids if pid not in role)
+    for j in rng.permutation(len(rest))[: n_papers - len(role)]:
+        role[rest[j]] = "filler"
+    rows = [{"id": pid, "title": by_id[pid].title, "abstract": by_id[pid].abstract,
+             "categories": list(by_id[pid].categories), "first_seen": by_id[pid].first_seen, "role": r}
+            for pid, r in sorted(role.items())]
+    top_sims = [neighbours[p.id][0][1] for p in sources]
+    stats = {
+        "n_papers": len(rows),
+        "by_role": dict(Counter(r["role"] for r in rows)),
+        "by_category": dict(Counter(c for r in rows for c in r["categories"] if c in set(categories))),
+        "first_seen_range": [min(r["first_seen"] for r in rows), max(r["first_seen"] for r in rows)],
+        "source_first_seen_range": [min(p.first_seen for p in sources), max(p.first_seen for p in sources)],
+        "eligible_sources": len(eligible),
+        "pool_size": len(pool),
+        "top_neighbour_tfidf": {
+            "median": statistics.median(top_sims),
+            "q1": float(np.quantile(top_sims, 0.25)),
+            "q3": float(np.quantile(top_sims, 0.75)),
+        },
+        "source_order": [p.id for p in sources],
+        "lookalikes": {p.id: neighbours[p.id] for p in sources},
+    }
+    return rows, stats
+
+
+def write_collection(rows: list[dict], stats: dict, profile: Profile) -> tuple[Path, Path]:
+    """Write ``collection.jsonl`` and ``collection_manifest.json`` into the profile's data folder."""
+    out = profile.data_dir / "collection.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(out)
+    manifest = {**stats, "seed": profile.seed, "profile": profile.name,
+                "window": [profile.window_start, profile.window_end], "categories": profile.categories,
+                "collection_source": profile.collection_source,
+                "snapshot": profile.settings.get("snapshot_path")}
+    write_json(profile.data_dir / "collection_manifest.json", manifest)
+    return out, profile.data_dir / "collection_manifest.json"
+
+
+def read_collection(path: Path) -> list[dict]:
+    """Read ``collection.jsonl``, checking fields and roles."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for row, line in enumerate(fh, start=1):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: row {row}: not valid JSON ({exc.msg})") from exc
+            parse_paper(obj, str(path), row)
+            if obj.get("role") not in ROLES:
+                raise DataError(f"{path}: row {row}: field 'role' should be one of {ROLES}, got {obj.get('role')!r}")
+            rows.append(obj)
+    return rows
+
+
+def load_pool(profile: Profile) -> list[Paper]:
+    """The paper pool for a profile: the bundled snapshot, or the arXiv API (``arxiv_api`` source)."""
+    if profile.collection_source == "snapshot":
+        return read_papers(profile.path("snapshot_path"))
+    if profile.collection_source == "arxiv_api":
+        from .arxiv_api import fetch_window
+
+        return fetch_window(profile.categories, profile.window_start, profile.window_end,
+                            cache_dir=profile.data_dir / "arxiv_cache")
+    raise DataError(f"profiles/{profile.name}.yaml: field 'collection_source': unknown value "
+                    f"{profile.collection_source!r} (snapshot | arxiv_api)")
+
+
+def make_collection(profile: Profile) -> tuple[list[dict], dict]:
+    """Notebook 01's whole step: pool, draw, write; returns rows and the manifest."""
+    pool = load_pool(profile)
+    rows, stats = build_collection(
+        pool, n_sources=profile.n_sources, n_papers=profile.n_papers, n_lookalikes=profile.n_lookalikes,
+        seed=profile.seed, window=(profile.window_start, profile.window_end), categories=profile.categories,
+        given_sources=profile.source_ids or ())
+    write_collection(rows, stats, profile)
+    manifest = json.loads((profile.data_dir / "collection_manifest.json").read_text())
+    return rows, manifest
+
+
+def iter_sources(rows: list[dict]) -> Iterator[dict]:
+    return (r for r in rows if r["role"] == "source")

@@ -1,0 +1,79 @@
+"""Profiles: one YAML file of experiment settings per profile (``profiles/<name>.yaml``)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILE_DIR = ROOT / "profiles"
+
+
+class ProfileError(ValueError):
+    """A profile file is missing or malformed."""
+
+
+@dataclass
+class Profile:
+    """Settings of one profile, with any per-run overrides applied."""
+
+    name: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self.settings[key]
+        except KeyError as exc:  # pragma: no cover - attribute errors are programming errors
+            raise AttributeError(f"profile {self.name!r} has no setting {key!r}") from exc
+
+    def path(self, key: str) -> Path:
+        """A setting that names a path, resolved against the repository root."""
+        value = self.settings[key]
+        return (ROOT / value) if value is not None else None
+
+    @property
+    def data_dir(self) -> Path:
+        return ROOT / self.settings["data_dir"]
+
+    @property
+    def results_dir(self) -> Path:
+        return ROOT / self.settings["results_dir"]
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced an output: profile, models and backends."""
+        keys = ["embedder", "embedder_backend", "reranker", "reranker_backend", "llm_backend", "llm_model"]
+        return {"profile": self.name, **{k: self.settings.get(k) for k in keys}}
+
+
+def load_profile(name: str = "offline", **overrides: Any) -> Profile:
+    """Read ``profiles/<name>.yaml``; keyword overrides that are not None replace settings."""
+    path = PROFILE_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+        raise ProfileError(f"{path.relative_to(ROOT)}: no such profile {name!r}; known profiles: {known}")
+    with open(path) as fh:
+        settings = yaml.safe_load(fh)
+    if not isinstance(settings, dict):
+        raise ProfileError(f"{path.relative_to(ROOT)}: expected a mapping of settings")
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key not in settings:
+            raise ProfileError(f"{path.relative_to(ROOT)}: unknown setting {key!r} given as a parameter")
+        settings[key] = value
+    settings.setdefault("profile", name)
+    return Profile(name=name, settings=settings)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write JSON atomically (a temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)

