@@ -1,0 +1,175 @@
+"""Cross-encoder reranking (Nogueira & Cho 2019) with a score cache, and the offline reranker.
+
+No MS MARCO cross-encoder can be installed offline, so the offline profile trains one here:
+a sentence-transformers ``CrossEncoder`` initialised from the bundled all-MiniLM-L6-v2 weights,
+trained with binary cross-entropy on pseudo-queries (paper titles) against abstracts, with hard
+negatives mined by dense search, using only papers outside the evaluation collection and first
+listed before its window. It is *not* the article's reranker.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .config import ROOT, write_json
+from .index import ModelUnavailable, slug
+
+SCORE_CACHE_DIR = ROOT / "data" / "cache" / "rerank"
+
+
+def load_cross_encoder(name: str, backend: str, max_length: int = 256):
+    """The profile's cross-encoder: a hub model (needs network) or the folder trained here."""
+    from sentence_transformers import CrossEncoder
+
+    if backend == "huggingface-hub":
+        try:
+            return CrossEncoder(name, device="cpu", max_length=max_length)
+        except Exception as exc:
+            raise ModelUnavailable(f"cannot load {name} from the Hugging Face Hub ({type(exc).__name__}: {exc}). "
+                                   "The 'article' profile needs network access.") from exc
+    if backend == "trained-in-project":
+        path = ROOT / name
+        if not (path / "config.json").exists():
+            raise ModelUnavailable(f"{name}: the offline reranker is not built; run `make reranker`")
+        return CrossEncoder(str(path), device="cpu", max_length=max_length)
+    raise ModelUnavailable(f"unknown reranker backend {backend!r}")
+
+
+class CrossEncoderScorer:
+    """Scores (question, paper) pairs; cached per model keyed by question and paper text, so a
+    rerun costs nothing. Pairs are sorted by length so batches carry little padding."""
+
+    def __init__(self, name: str, backend: str, cache_dir: Path = SCORE_CACHE_DIR, batch_size: int = 16,
+                 max_length: int = 256):
+        self.name, self.backend, self.batch_size, self.max_length = name, backend, batch_size, max_length
+        self.path = Path(cache_dir) / f"{slug(name)}.jsonl"
+        self.cache: dict[str, float] = {}
+        self._model = None
+        if self.path.exists():
+            with open(self.path) as fh:
+                for line in fh:
+                    try:
+                        k, v = json.loads(line)
+                    except (json.JSONDecodeError, ValueError):
+                        continue
+                    self.cache[k] = v
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_cross_encoder(self.name, self.backend, self.max_length)
+        return self._model
+
+    @staticmethod
+    def key(question: str, text: str) -> str:
+        return hashlib.sha1(f"{question}\x00{text}".encode("utf-8")).hexdigest()
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        scores = self.model.predict([pairs[i] for i in order], batch_size=self.batch_size,
+                                    show_progress_bar=False, convert_to_numpy=True, activation_fn=None)
+        out = np.empty(len(pairs), dtype=np.float64)
+        out[order] = np.asarray(scores, dtype=np.float64).ravel()
+        return out
+
+    def score(self, question: str, ids: Sequence[str], texts: Sequence[str]) -> list[float]:
+        keys = [self.key(question, t) for t in texts]
+        todo = [i for i, k in enumerate(keys) if k not in self.cache]
+        if todo:
+            new = self.predict([(question, texts[i]) for i in todo])
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as fh:
+                for i, s in zip(todo, new):
+                    self.cache[keys[i]] = float(s)
+                    fh.write(json.dumps([keys[i], float(s)]) + "\n")
+        return [self.cache[k] for k in keys]
+
+
+# --------------------------------------------------------------------------- offline training
+def training_papers(pool, collection_ids: set[str], before: str, n: int, seed: int):
+    """Papers outside the evaluation collection, first listed before ``before``, seeded sample."""
+    eligible = sorted((p for p in pool if p.id not in collection_ids and p.first_seen < before), key=lambda p: p.id)
+    rng = np.random.default_rng(seed)
+    return [eligible[i] for i in rng.permutation(len(eligible))[:n]]
+
+
+def mine_examples(papers, embedder, n_train: int, n_heldout: int, n_negatives: int, seed: int):
+    """Pseudo-queries (titles) with their abstract as positive and dense-search hard negatives.
+
+    The dense index is built over the abstracts of ``papers``; negatives are the highest-ranked
+    abstracts that are not the query's own paper. Returns train examples, held-out queries and
+    the held-out candidate lists (dense top 50) for evaluation.
+    """
+    from .index import DenseIndex
+
+    abstracts = [p.abstract for p in papers]
+    index = DenseIndex([p.id for p in papers], embedder.embed(abstracts, desc="embedding training abstracts"))
+    by_id = {p.id: p for p in papers}
+    rng = np.random.default_rng(seed + 1)
+    order = rng.permutation(len(papers))
+    queries = [papers[i] for i in order[: n_train + n_heldout]]
+    qvecs = embedder.embed([p.title for p in queries], desc="embedding pseudo-queries")
+    train, heldout = [], []
+    for j, (p, v) in enumerate(zip(queries, qvecs)):
+        hits = [h.id for h in index.search_vector(v, 50)]
+        if j < n_train:
+            negs = [h for h in hits if h != p.id][:n_negatives]
+            train.append((p.title, p.abstract, 1.0))
+            train.extend((p.title, by_id[h].abstract, 0.0) for h in negs)
+        else:
+            heldout.append({"query": p.title, "positive": p.id, "candidates": hits})
+    return train, heldout, by_id
+
+
+def train_cross_encoder(base_path: str, examples, out_dir: Path, *, epochs: int = 1, batch_size: int = 16,
+                        lr: float = 3e-5, max_length: int = 192, seed: int = 13, warmup: float = 0.1) -> dict:
+    """Fine-tune a 1-logit cross-encoder with BCE on (query, passage, label); deterministic on CPU."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    ce = CrossEncoder(base_path, num_labels=1, max_length=max_length, device="cpu")
+    model, tok = ce.model, ce.tokenizer
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    rng = np.random.default_rng(seed)
+    steps_total = epochs * ((len(examples) + batch_size - 1) // batch_size)
+    warm = max(1, int(warmup * steps_total))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps_total - s) / max(1, steps_total - warm))))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    losses = []
+    start = time.perf_counter()
+    bar = tqdm(total=steps_total, desc="training reranker", unit="step")
+    for _ in range(epochs):
+        order = rng.permutation(len(examples))
+        for b in range(0, len(order), batch_size):
+            batch = [examples[i] for i in order[b:b + batch_size]]
+            enc = tok([q for q, _, _ in batch], [d for _, d, _ in batch], truncation="only_second",
+                      max_length=max_length, padding=True, return_tensors="pt")
+            logits = model(**enc).logits.view(-1)
+            loss = loss_fn(logits, torch.tensor([y for _, _, y in batch], dtype=torch.float32))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            losses.append(float(loss))
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+    bar.close()
+    model.eval()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ce.model.half()  # ship in fp16 (half the size); loaded back as fp32
+    ce.save(str(out_dir), safe_serialization=True)
+    ce.model.float()
+    return {"train_seconds": round(time.perf_counter() - start, 1), "steps": steps_total,
+            "loss_first_50": float(np.mean(losses[:50])), "loss_last_50": float(np.mean(losses[-50:]))}
