@@ -287,18 +287,37 @@ def run_design(design: Design, questions: Sequence[Question], run: int, results_
     Questions already answered are skipped, so a killed run resumes with nothing lost or repeated.
     Returns the run's results in question order.
     """
-    path = run_path(results_dir, design.name, run)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    done = {r.qid: r for r in read_results(path)}
-    todo = [q for q in questions if q.qid not in done]
-    with open(path, "a", encoding="utf-8") as fh:
-        for q in tqdm(todo, desc=f"{design.name} run {run}", unit="q", disable=not progress):
-            res = design.retrieve(q, run)
-            fh.write(json.dumps(asdict(res), ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-            done[q.qid] = res
-    return [done[q.qid] for q in questions if q.qid in done]
+    return run_designs([design], questions, run, results_dir, progress)[design.name]
+
+
+def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: int, results_dir: Path,
+                progress: bool = True) -> dict[str, list[Result]]:
+    """Several designs question by question (so partial runs cover the same questions), each
+    appending to its own ``results/<design>/run<run>.jsonl`` and skipping what it already has."""
+    done: dict[str, dict[str, Result]] = {}
+    handles = {}
+    for d in designs:
+        path = run_path(results_dir, d.name, run)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        done[d.name] = {r.qid: r for r in read_results(path)}
+        handles[d.name] = open(path, "a", encoding="utf-8")
+    todo = [q for q in questions if any(q.qid not in done[d.name] for d in designs)]
+    label = "+".join(d.name for d in designs)
+    try:
+        for q in tqdm(todo, desc=f"{label} run {run}", unit="q", disable=not progress):
+            for d in designs:
+                if q.qid in done[d.name]:
+                    continue
+                res = d.retrieve(q, run)
+                fh = handles[d.name]
+                fh.write(json.dumps(asdict(res), ensure_ascii=False) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+                done[d.name][q.qid] = res
+    finally:
+        for fh in handles.values():
+            fh.close()
+    return {d.name: [done[d.name][q.qid] for q in questions if q.qid in done[d.name]] for d in designs}
 
 
 def write_trec(results: Iterable[Result], path: Path, tag: str) -> Path:

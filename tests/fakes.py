@@ -1,0 +1,33 @@
+"""Small scripted stand-ins used by the tests (a searcher over fixed lists, a scripted LLM)."""
+from lib.index import Hit
+from lib.llm import LLMResponse
+
+
+class ListSearcher:
+    """Returns a fixed ranked list per query (unknown queries get ``default``)."""
+
+    def __init__(self, lists, default=("x1", "x2", "x3", "x4", "x5", "x6")):
+        self.lists, self.default, self.calls = lists, list(default), []
+
+    def search(self, query, k):
+        self.calls.append(query)
+        ids = self.lists.get(query, self.default)[:k]
+        return [Hit(i, 1.0 - r / 100) for r, i in enumerate(ids)]
+
+    def search_many(self, queries, k, progress=False):
+        return [self.search(q, k) for q in queries]
+
+
+class ScriptedLLM:
+    """Answers requests with scripted texts, in order; records the requests it saw."""
+
+    name, model = "scripted", "scripted-model"
+
+    def __init__(self, replies):
+        self.replies, self.requests = list(replies), []
+
+    def complete(self, request):
+        self.requests.append(request)
+        text = self.replies.pop(0)
+        return LLMResponse(text=text, tokens_in=100, tokens_out=10, latency_s=0.5, cost_usd=0.001,
+                           model=self.model, backend=self.name)

@@ -1,0 +1,99 @@
+import gzip
+import json
+
+import pytest
+
+from lib.collection import (DataError, build_collection, draw_sources, eligible_sources, is_new_submission,
+                            read_papers, tfidf_neighbours, Paper)
+
+
+def P(i, title, abstract, first_seen="2026-07-10", cats=("cs.CL",)):
+    return Paper(i, title, abstract, tuple(cats), first_seen)
+
+
+def test_snapshot_parses_every_row(snapshot):
+    assert len(snapshot) == 63903
+    p = snapshot[0]
+    assert p.id and p.title and p.abstract and p.categories and len(p.first_seen) == 10
+
+
+def test_bad_rows_name_file_row_and_field(tmp_path):
+    path = tmp_path / "papers.jsonl.gz"
+    good = {"id": "2607.00001", "title": "A", "abstract": "B", "categories": ["cs.CL"], "first_seen": "2026-07-02"}
+    with gzip.open(path, "wt") as fh:
+        fh.write(json.dumps(good) + "\n")
+        fh.write(json.dumps({**good, "id": "2607.00002", "categories": "cs.CL"}) + "\n")
+    with pytest.raises(DataError, match=r"papers.jsonl.gz: row 2: field 'categories'"):
+        read_papers(path)
+    path2 = tmp_path / "p.jsonl"
+    path2.write_text(json.dumps(good) + "\n" + "{not json\n")
+    with pytest.raises(DataError, match="row 2: not valid JSON"):
+        read_papers(path2)
+    path3 = tmp_path / "p3.jsonl"
+    path3.write_text(json.dumps({k: v for k, v in good.items() if k != "abstract"}) + "\n")
+    with pytest.raises(DataError, match="row 1: missing field 'abstract'"):
+        read_papers(path3)
+
+
+def test_window_keeps_new_submissions_only():
+    old = P("1708.04326", "t", "a", "2026-07-13")
+    new = P("2607.01234", "t", "a", "2026-07-13")
+    prev_month = P("2606.09999", "t", "a", "2026-07-01")
+    assert not is_new_submission(old) and is_new_submission(new) and is_new_submission(prev_month)
+    pool = [old, new, prev_month, P("2607.00002", "t", "a", "2026-08-30"), P("2607.00003", "t", "a", cats=("cs.CV",))]
+    got = [p.id for p in eligible_sources(pool, "2026-07-01", "2026-08-22", ["cs.CL"])]
+    assert got == ["2606.09999", "2607.01234"]
+
+
+def test_draw_is_seeded_and_nested():
+    pool = [P(f"2607.{i:05d}", "t", "a") for i in range(200)]
+    a = draw_sources(pool, 30, seed=5)
+    b = draw_sources(pool, 30, seed=5)
+    c = draw_sources(pool, 10, seed=5)
+    d = draw_sources(pool, 30, seed=6)
+    assert [p.id for p in a] == [p.id for p in b]
+    assert [p.id for p in c] == [p.id for p in a[:10]]  # pilot draw is a prefix of the full one
+    assert [p.id for p in a] != [p.id for p in d]
+    given = draw_sources(pool, 3, seed=5, given=["2607.00150"])
+    assert given[0].id == "2607.00150" and len(given) == 3
+
+
+def test_tfidf_lookalikes_find_the_topical_twin():
+    pool = [
+        P("a", "Sparse attention for long context decoding", "We prune the key value cache with sparse attention."),
+        P("b", "Key value cache compression", "Sparse attention and key value cache eviction for long context."),
+        P("c", "Protein folding with diffusion", "Diffusion models predict protein structures."),
+        P("d", "Protein design", "Generative diffusion for protein design and folding."),
+        P("e", "Reinforcement learning for robots", "Robots learn grasping with reinforcement learning."),
+        P("f", "Robot grasping", "Grasping policies for robots trained by reinforcement learning."),
+    ]
+    nb = tfidf_neighbours(pool, ["a", "c", "e"], k=2)
+    assert nb["a"][0][0] == "b" and nb["c"][0][0] == "d" and nb["e"][0][0] == "f"
+    assert all(pid != q for q, lst in nb.items() for pid, _ in lst)  # never itself
+    assert nb["a"][0][1] > nb["a"][1][1]
+
+
+def test_build_collection_roles_and_counts(snapshot):
+    rows, stats = build_collection(snapshot, n_sources=20, n_papers=300, n_lookalikes=5, seed=20260701,
+                                   window=("2026-07-01", "2026-08-22"), categories=["cs.AI", "cs.CL", "cs.IR", "cs.LG"])
+    assert len(rows) == 300 and len({r["id"] for r in rows}) == 300
+    assert stats["by_role"]["source"] == 20
+    assert stats["by_role"]["source"] + stats["by_role"]["lookalike"] + stats["by_role"]["filler"] == 300
+    ids = {r["id"] for r in rows}
+    for sid, nbs in stats["lookalikes"].items():
+        assert len(nbs) == 5 and all(n in ids for n, _ in nbs)
+    src = [r for r in rows if r["role"] == "source"]
+    assert all("2026-07-01" <= r["first_seen"] <= "2026-08-22" for r in src)
+    q = stats["top_neighbour_tfidf"]
+    assert 0 < q["q1"] <= q["median"] <= q["q3"] < 1
+    with pytest.raises(DataError, match="not in the paper pool"):
+        build_collection(snapshot, n_sources=2, n_papers=50, n_lookalikes=2, seed=1, window=("2026-07-01", "2026-08-22"),
+                         categories=["cs.CL"], given_sources=["9999.99999"])
+
+
+def test_given_sources_are_included(snapshot):
+    old = next(p for p in snapshot if p.first_seen < "2025-06-01")
+    rows, stats = build_collection(snapshot, n_sources=5, n_papers=60, n_lookalikes=2, seed=3,
+                                   window=("2026-07-01", "2026-08-22"), categories=["cs.CL"], given_sources=[old.id])
+    assert stats["source_order"][0] == old.id
+    assert {r["id"]: r["role"] for r in rows}[old.id] == "source"

