@@ -158,7 +158,7 @@ class MultiQueryDesign:
         if self.style == "local":
             ex = prompts.REWRITE_USER.format(question=prompts.REWRITE_EXAMPLE_Q)
             msgs = (("user", ex), ("assistant", prompts.REWRITE_EXAMPLE_A), ("user", user))
-            return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, msgs, 160, self.temperature, run,
+            return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, msgs, 120, self.temperature, run,
                               prompts.REWRITE_GRAMMAR)
         return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, (("user", user),), 200, self.temperature, run)
 
@@ -215,13 +215,12 @@ class AgentDesign:
 
     def request(self, question: Question, queries: list[str], top_ids: list[str], run: int) -> LLMRequest:
         titles = "\n".join(f"{i}. {self.titles[d]}" for i, d in enumerate(top_ids[:5], start=1))
-        tried = "; ".join(f'"{q}"' for q in queries)
+        user = prompts.AGENT_USER.format(question=question.text, queries=prompts.searches_so_far(queries),
+                                         titles=titles)
         if self.style == "local":
-            user = prompts.AGENT_LOCAL_USER.format(question=question.text, queries=tried, titles=titles)
             msgs: tuple = tuple(m for u, a in prompts.AGENT_EXAMPLES for m in (("user", u), ("assistant", a)))
-            return LLMRequest("agent", prompts.AGENT_SYSTEM, msgs + (("user", user),), 60, self.temperature, run,
-                              prompts.AGENT_GRAMMAR)
-        user = prompts.AGENT_USER.format(question=question.text, queries=tried, titles=titles)
+            return LLMRequest("agent", prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),), 64, self.temperature,
+                              run, prompts.AGENT_GRAMMAR)
         return LLMRequest("agent", prompts.AGENT_SYSTEM, (("user", user),), 100, self.temperature, run)
 
     def retrieve(self, question: Question, run: int = 1) -> Result:

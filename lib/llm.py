@@ -299,7 +299,7 @@ class LocalBackend:
         if not Path(model_path).exists():
             raise LLMError(f"{model_path.name} not found; run `make local-llm` to install and join it")
         self.model, self.model_path = model, Path(model_path)
-        self.n_threads = n_threads or min(2, os.cpu_count() or 1)
+        self.n_threads = n_threads or int(os.environ.get("LOCAL_LLM_THREADS", 0)) or min(2, os.cpu_count() or 1)
         self.n_ctx = n_ctx
         self._llms: dict[str, Any] = {}
         self._grammars: dict[str, Any] = {}

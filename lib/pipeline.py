@@ -94,15 +94,76 @@ def make_design(name: str, profile: Profile, search: DenseSearcher, papers: list
     raise ValueError(f"unknown design {name!r}; one of {DESIGNS}")
 
 
+RECORD_KIND = {"multiquery": "rewrite", "agent": "agent"}
+
+
+def recorded_runs(profile: Profile, name: str) -> list[int]:
+    """Runs of an LLM design that the replayed record holds calls for."""
+    llm = make_llm("replay", profile.llm_model, profile.llm_record_backend)
+    kind = RECORD_KIND[name]
+    return sorted({rec["run"] for rec in llm.store._load(kind).values()})
+
+
 def run(profile: Profile, name: str, runs: list[int] | None = None, progress: bool = True):
-    """Run (or resume) one design for the given runs; writes JSON-lines and TREC files."""
+    """Run (or resume) one design for the given runs; writes JSON-lines and TREC files.
+
+    With the replay backend, the default runs are those the record holds, and a run whose record
+    stops part-way (a recording that was interrupted) is replayed up to that point and reported.
+    """
+    from .llm import ReplayMiss
+
     papers = collection(profile)
     qs = scored_questions(profile, papers)
+    replay = name in LLM_DESIGNS and profile.llm_backend == "replay"
+    if runs is None:
+        runs = [1] if name not in LLM_DESIGNS else (recorded_runs(profile, name) if replay
+                                                     else list(range(1, profile.n_runs + 1)))
     design = make_design(name, profile, searcher(profile, papers, progress), papers)
-    runs = runs or ([1] if name not in LLM_DESIGNS else list(range(1, profile.n_runs + 1)))
     out = {}
     for k in runs:
-        res = run_design(design, qs, k, results_dir(profile), progress=progress)
+        try:
+            res = run_design(design, qs, k, results_dir(profile), progress=progress)
+        except ReplayMiss:
+            if not replay:
+                raise
+            from .designs import read_results, run_path
+
+            res = read_results(run_path(results_dir(profile), name, k))
+            print(f"{name} run {k}: the record stops after {len(res)} of {len(qs)} questions; "
+                  "the rest were never run (scores use the questions every design answered)")
         write_trec(res, results_dir(profile) / name / f"run{k}.trec", f"{name}-run{k}")
         out[k] = res
     return out
+
+
+def design_summary(profile: Profile, name: str):
+    """A design's short summary from its saved runs (recall@5, MRR@10, searches, latency, cost)."""
+    from .designs import read_results
+    from .metrics import per_question
+    from .scores import design_summary as summarise
+
+    sources = {q.qid: q.source_id for q in scored_questions(profile)}
+    res = [r for p in sorted((results_dir(profile) / name).glob("run*.jsonl")) for r in read_results(p)]
+    pq = per_question(res, sources)
+    if pq.empty:
+        return pq
+    cols = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s",
+            "llm_calls", "cost_usd_per_q", "cost_total_usd"]
+    return summarise(pq)[cols]
+
+
+def provenance_table(profile: Profile, name: str):
+    """Which profile, models and backend produced each saved run of a design."""
+    import json
+
+    import pandas as pd
+
+    rows = []
+    for p in sorted((results_dir(profile) / name).glob("run*.jsonl")):
+        with open(p) as fh:
+            first = fh.readline()
+            n = 1 + sum(1 for _ in fh) if first else 0
+        if first:
+            prov = json.loads(first)["provenance"]
+            rows.append({"run file": str(p.relative_to(profile.results_dir.parent)), "questions": n, **prov})
+    return pd.DataFrame(rows)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tqdm import tqdm
@@ -36,6 +37,7 @@ QUESTION_MAX_TOKENS = 300
 REVIEW_MAX_TOKENS = 300
 N_REVIEW_NEIGHBOURS = 3
 MALFORMED_REVIEW = "malformed review reply"
+EMPTY_QUESTION = "(empty reply)"  # stands in for an empty writer reply, so the CSV stays readable
 
 # ---------------------------------------------------------------------------------- prompts
 QUESTION_SYSTEM = ("You write test questions for a study of search over a collection of arXiv paper "
@@ -93,11 +95,12 @@ class WrittenQuestion:
 
 @dataclass(frozen=True)
 class Review:
-    """A reviewer's verdict; ``malformed`` marks a reply that was not the expected JSON (a fail)."""
+    """A reviewer's verdict and its raw reply; ``malformed``: not the expected JSON (counted a fail)."""
 
     ok: bool
     reason: str
     malformed: bool = False
+    reply: str = ""
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -122,7 +125,7 @@ def extract_json(text: str) -> Any | None:
         candidates.append(body[start:end + 1])
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return json.loads(candidate, strict=False)  # tolerate raw newlines inside strings
         except json.JSONDecodeError:
             continue
     return None
@@ -214,8 +217,8 @@ def parse_review_reply(text: str) -> Review:
     """Read a reviewer reply; anything but ``{"ok": <bool>, "reason": ...}`` is a malformed fail."""
     obj = extract_json(text)
     if not isinstance(obj, dict) or not isinstance(obj.get("ok"), bool):
-        return Review(ok=False, reason=MALFORMED_REVIEW, malformed=True)
-    return Review(ok=obj["ok"], reason=_one_line(str(obj.get("reason") or "")))
+        return Review(ok=False, reason=MALFORMED_REVIEW, malformed=True, reply=text)
+    return Review(ok=obj["ok"], reason=_one_line(str(obj.get("reason") or "")), reply=text)
 
 
 def review_question(llm: RecordedLLM, question: str, source: Mapping[str, Any] | Any,
@@ -234,7 +237,7 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
 
     Returns rows with exactly :data:`lib.questions.QUESTION_FIELDS` (for
     :func:`lib.questions.write_questions`) and the log of events (``plain_text_reply``,
-    ``regenerated``, ``still_copying``, ``malformed_review``; see :func:`count_events`).
+    ``regenerated``, ``still_copying``, ``empty_reply``, ``malformed_review``; see :func:`count_events`).
     """
     rows: list[dict] = []
     log: list[dict] = []
@@ -246,7 +249,11 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
                             f"its {N_REVIEW_NEIGHBOURS} nearest other papers")
         written, events = write_question(llm_writer, source, style, qid, max_tries)
         log.extend(events)
-        if written.copied:
+        if not written.question:
+            written = replace(written, question=EMPTY_QUESTION)
+            ok, note = 0, "the writer's reply was empty; not reviewed"
+            log.append({"event": "empty_reply", "qid": qid})
+        elif written.copied:
             ok, note = 0, (f"still copies title words after {max_tries} regenerations: "
                            f"{'; '.join(written.copied)}; not reviewed")
             log.append({"event": "still_copying", "qid": qid, "copied": written.copied,
@@ -255,14 +262,35 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
             review = review_question(llm_reviewer, written.question, source, neighbours_by_id[source_id])
             ok, note = int(review.ok), review.reason
             if review.malformed:
-                log.append({"event": "malformed_review", "qid": qid})
-        rows.append({"qid": qid, "source_id": source_id, "style": style, "question": written.question,
-                     "short": written.short, "ok": ok, "review_note": note, "generator": generator_name})
+                log.append({"event": "malformed_review", "qid": qid, "reply": review.reply})
+        values = (qid, source_id, style, written.question, written.short, ok, note, generator_name)
+        rows.append(dict(zip(QUESTION_FIELDS, values, strict=True)))
         bar.set_postfix(ok=sum(r["ok"] for r in rows), regenerated=sum(e["event"] == "regenerated" for e in log))
-    assert all(list(r) == QUESTION_FIELDS for r in rows)
     return rows, log
 
 
 def count_events(log: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """How many of each event the log holds (e.g. ``{"plain_text_reply": 2, "regenerated": 1}``)."""
     return dict(Counter(e["event"] for e in log))
+
+
+def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress: bool = True) -> Path:
+    """Notebook 02's live path: write and review a fresh set with the profile's question model,
+    then save it to the profile's ``questions_path`` and the event log beside it."""
+    import json
+
+    from .llm import make_llm
+    from .questions import write_questions
+
+    if not profile.question_model:
+        raise DataError(f"profiles/{profile.name}.yaml: questions_source 'generate' needs question_model")
+    manifest = json.loads((profile.data_dir / "collection_manifest.json").read_text())
+    by_id = {p["id"]: p for p in papers}
+    sources = [by_id[s] for s in manifest["source_order"]]
+    llm = make_llm(profile.llm_backend if profile.llm_backend != "local" else "anthropic", profile.question_model)
+    rows, log = generate_question_set(llm, llm, sources, neighbours_from_manifest(manifest, papers),
+                                      generator_name=f"{llm.name}:{profile.question_model}", progress=progress)
+    path = profile.path("questions_path")
+    write_questions(rows, path)
+    (path.parent / "question_generation_log.json").write_text(json.dumps(log, indent=1))
+    return path

@@ -1,0 +1,94 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: agentic-rag-evidence
+#     language: python
+#     name: agentic-rag-evidence
+# ---
+
+# %% [markdown]
+# # 2. The questions
+#
+# One question per source paper, written from its title and abstract only, in three styles that
+# rotate in draw order: **specific** (names the method or setting in its own words), **problem**
+# (describes the problem without naming the method) and **vague** (short, imprecise, half
+# remembered). No question may copy the title or any run of 4+ consecutive title words; a
+# mechanical check (lowercase, strip punctuation, word 4-grams) enforces it.
+#
+# Each question is then **reviewed** against its source abstract and the 3 nearest other papers of
+# the collection (the source's TF-IDF lookalikes): it passes if the source answers it and no other
+# paper answers it as well. Only passing questions (ok = 1) are scored, and no question is changed
+# or removed after any search result is seen.
+#
+# **The bundled set (offline profile).** No question-writing model can be called offline, so the
+# offline profile ships a set written and reviewed by a language model (Claude, in the session that
+# built this report, not through the API) under exactly these rules, before any search was run on
+# them; the reviews were done by separate passes that saw only the abstracts. `generator` says so
+# for every row. A user with an API key can set `questions_source = "generate"` (profile `article`)
+# to write a fresh set with Claude Sonnet, or `"user"` with `user_questions_path` pointing to a CSV
+# (qid, source_id, question[, style, short]).
+
+# %% tags=["parameters"]
+profile = "offline"
+questions_source = None      # None: the profile's (bundled | generate | user)
+user_questions_path = None
+
+# %%
+import pandas as pd
+from IPython.display import Markdown, display
+
+from lib import pipeline, plots
+from lib.config import ROOT, load_profile
+from lib.questions import copied_ngrams, words
+
+cfg = load_profile(profile, questions_source=questions_source, user_questions_path=user_questions_path)
+papers = pipeline.collection(cfg)
+if cfg.questions_source == "generate":
+    from lib.question_gen import generate_for_profile
+
+    generate_for_profile(cfg, papers)
+qs = pd.DataFrame(pipeline.all_questions(cfg, papers))
+by_id = {p["id"]: p for p in papers}
+qs["words"] = qs["question"].map(lambda t: len(words(t)))
+display(Markdown(f"`{pipeline.questions_path(cfg).relative_to(ROOT)}`: {len(qs)} questions, "
+                 f"{int(qs.ok.sum())} passed review; generator: {', '.join(sorted(qs.generator.unique()))}."))
+
+# %% [markdown]
+# ## Counts and lengths by style
+
+# %%
+qs.groupby("style").agg(questions=("qid", "count"), passed=("ok", "sum"), median_words=("words", "median"),
+                        min_words=("words", "min"), max_words=("words", "max")).reindex(["specific", "problem", "vague"])
+
+# %%
+plots.question_lengths(qs, ROOT / "figures" / f"{cfg.name}_question_lengths.png");
+
+# %% [markdown]
+# ## The first question of each style
+# (the first in draw order: a fixed rule, not a pick)
+
+# %%
+first = qs.groupby("style", sort=False).head(1)
+pd.DataFrame({"style": first["style"], "question": first["question"], "short form": first["short"],
+              "source title": first["source_id"].map(lambda s: by_id[s]["title"])})
+
+# %% [markdown]
+# ## Failed review, with the reason
+
+# %%
+qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]]
+
+# %% [markdown]
+# ## The 4-gram check
+# Runs of 4 consecutive title words repeated in the question or its short form:
+
+# %%
+copies = [(r.qid, f, g) for r in qs.itertuples() for f in ("question", "short")
+          for g in copied_ngrams(by_id[r.source_id]["title"], getattr(r, f) or "")]
+display(Markdown(f"**{len(copies)}** copied 4-grams in {len(qs)} questions and their short forms."))
+pd.DataFrame(copies, columns=["qid", "field", "copied words"])

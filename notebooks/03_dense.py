@@ -1,0 +1,51 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: agentic-rag-evidence
+#     language: python
+#     name: agentic-rag-evidence
+# ---
+
+# %% [markdown]
+# # 3. Dense search (the baseline)
+#
+# Embed the question with the profile's embedder (offline: all-MiniLM-L6-v2; article:
+# BAAI/bge-small-en-v1.5) and return the nearest abstracts by exact cosine similarity, ties broken
+# by paper id. The collection is embedded once and cached on disk keyed by model and text.
+# Deterministic, so one run.
+
+# %% tags=["parameters"]
+profile = "offline"
+runs = None             # None: 1 for deterministic designs, the profile's n_runs (3) for LLM designs
+question_limit = None   # e.g. 20 to try a design on the first 20 questions
+llm_backend = None      # None: the profile's (offline: replay); local or anthropic to call a model
+question_form = None    # full | short
+
+# %%
+from IPython.display import Markdown, display
+
+from lib import pipeline
+from lib.config import load_profile
+
+cfg = load_profile(profile, question_limit=question_limit, llm_backend=llm_backend, question_form=question_form)
+out = pipeline.run(cfg, "dense", runs=runs)
+
+# %% [markdown]
+# ## Summary of the saved runs
+# Scores over the reviewed questions that this design has answered; the full comparison with ranges
+# is in notebook 07. Latency for LLM calls is the model's time when the call was made (a replayed
+# run reports the recorded time).
+
+# %%
+pipeline.design_summary(cfg, "dense")
+
+# %% [markdown]
+# Which profile, models and backend produced each saved run:
+
+# %%
+pipeline.provenance_table(cfg, "dense")

@@ -1,0 +1,70 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: agentic-rag-evidence
+#     language: python
+#     name: agentic-rag-evidence
+# ---
+
+# %% [markdown]
+# # 4. Rerank
+#
+# Dense top 50, reordered by a cross-encoder that reads the question and each abstract together
+# (Nogueira & Cho 2019). The `article` profile uses cross-encoder/ms-marco-MiniLM-L-6-v2.
+#
+# **This is not the article's reranker in the offline profile.** No MS MARCO cross-encoder can be
+# installed offline, so the project trains its own: a sentence-transformers CrossEncoder initialised
+# from the bundled all-MiniLM-L6-v2 weights, trained on paper titles as pseudo-queries against
+# abstracts, with hard negatives mined by dense search, using only papers outside the evaluation
+# collection and first listed before its window (`make reranker`; weights in
+# `models/reranker-minilm-offline/`). Its training data, time and held-out quality:
+
+# %%
+import json
+from lib.config import ROOT
+info = json.loads((ROOT / "models" / "reranker-minilm-offline" / "training.json").read_text())
+import pandas as pd
+pd.DataFrame([("training pairs (query, abstract, label)", info["training_data"]["train_pairs"]),
+              ("pseudo-queries (titles), train / held out", f'{info["settings"]["n_train_queries"]} / {info["training_data"]["heldout_queries"]}'),
+              ("negatives per query", info["settings"]["negatives_per_query"]),
+              ("training papers first listed", " to ".join(info["training_data"]["first_seen_range"])),
+              ("training papers also in the collection", info["training_data"]["overlap_with_collection"]),
+              ("training time (s, 2 CPU threads)", info["train_seconds"]),
+              ("held-out MRR@10, dense order", round(info["heldout"]["dense_mrr_at_10"], 3)),
+              ("held-out MRR@10, reranked", round(info["heldout"]["rerank_mrr_at_10"], 3))], columns=["", "value"])
+
+# %% tags=["parameters"]
+profile = "offline"
+runs = None             # None: 1 for deterministic designs, the profile's n_runs (3) for LLM designs
+question_limit = None   # e.g. 20 to try a design on the first 20 questions
+llm_backend = None      # None: the profile's (offline: replay); local or anthropic to call a model
+question_form = None    # full | short
+
+# %%
+from IPython.display import Markdown, display
+
+from lib import pipeline
+from lib.config import load_profile
+
+cfg = load_profile(profile, question_limit=question_limit, llm_backend=llm_backend, question_form=question_form)
+out = pipeline.run(cfg, "rerank", runs=runs)
+
+# %% [markdown]
+# ## Summary of the saved runs
+# Scores over the reviewed questions that this design has answered; the full comparison with ranges
+# is in notebook 07. Latency for LLM calls is the model's time when the call was made (a replayed
+# run reports the recorded time).
+
+# %%
+pipeline.design_summary(cfg, "rerank")
+
+# %% [markdown]
+# Which profile, models and backend produced each saved run:
+
+# %%
+pipeline.provenance_table(cfg, "rerank")

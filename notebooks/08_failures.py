@@ -1,0 +1,95 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: agentic-rag-evidence
+#     language: python
+#     name: agentic-rag-evidence
+# ---
+
+# %% [markdown]
+# # 8. Failure cases
+#
+# Where do multi-query and the agent differ from dense, and why? Below: every scored question
+# where the source's rank differs from dense's, with every query the LLM wrote, exactly as written;
+# then a measurement of what the article only read by hand: the words the agent added to the
+# question, and whether adding words went with losing the source.
+
+# %% tags=["parameters"]
+profile = "offline"
+question_form = None
+
+# %%
+import pandas as pd
+from IPython.display import Markdown, display
+
+from lib import failures, pipeline, scores
+from lib.config import load_profile
+
+pd.set_option("display.max_colwidth", 200)
+cfg = load_profile(profile, question_form=question_form)
+rdir = pipeline.results_dir(cfg)
+qs = pipeline.scored_questions(cfg)
+qtext = {q.qid: q.text for q in qs}
+results = scores.load_runs(rdir)
+pq_all = scores.per_question(results, {q.qid: q.source_id for q in qs})
+common = set(scores.complete_questions(pq_all, [q.qid for q in qs]))
+pq = pq_all[pq_all.qid.isin(common)].copy()
+results = [r for r in results if r.qid in common]
+
+# %% [markdown]
+# ## Every question where an LLM design's rank of the source differs from dense
+
+# %%
+cases = failures.differing_cases(pq, results, qtext)
+display(Markdown(f"{len(cases)} (question, design, run) cases differ from dense; "
+                 f"{(cases.change == 'better').sum() if len(cases) else 0} better, "
+                 f"{(cases.change == 'worse').sum() if len(cases) else 0} worse."))
+cases
+
+# %% [markdown]
+# ## How the agent used its searches
+
+# %%
+agent = pq[pq.design == "agent"]
+if agent.empty:
+    display(Markdown("No agent run saved."))
+else:
+    usage = pd.DataFrame({
+        "stopped after 1 search": [(agent.searches == 1).mean()],
+        "used 2": [(agent.searches == 2).mean()],
+        "used all 3": [(agent.searches == 3).mean()],
+        "used all 3 and still missed at 5": [((agent.searches == 3) & (agent.recall_at_5 == 0)).mean()],
+    }).T.rename(columns={0: "share of (question, run)"})
+    display(usage)
+    display(agent.stop_reason.value_counts().rename("stop reasons").to_frame())
+
+# %% [markdown]
+# ## The words the agent added
+# For each query the agent wrote: the content words (English stop words removed) that are not in
+# the question. Then, over (question, run) pairs where dense had the source in its top 5: how
+# often the agent lost it, for pairs where it added words versus pairs where it did not.
+
+# %%
+added, added_summary = failures.agent_added_words(results, pq, qtext)
+added_summary
+
+# %%
+if len(added):
+    words = added.added_words.str.split().explode().dropna()
+    display(Markdown(f"{len(added)} agent queries, {added.n_added.mean():.1f} added words per query on average; "
+                     "most frequent added words:"))
+    display(words.value_counts().head(20).rename("times added").to_frame())
+added
+
+# %% [markdown]
+# ## Questions no design found (not in any design's top 10 in any run)
+
+# %%
+found = pq.groupby("qid").mrr_at_10.max()
+missed = [q for q in found.index if found[q] == 0]
+pd.DataFrame([{"qid": q, "question": qtext[q]} for q in missed])

@@ -1,0 +1,190 @@
+"""The Anthropic backend without a key or a network: a fake client stands in for the SDK's.
+
+The fake's ``messages.create(**params)`` returns the SDK's own ``anthropic.types.Message`` built
+from a reply body in the Messages API's shape (tests/data/anthropic_*.json), and raises the SDK's
+own error classes where a test asks for errors.
+"""
+import json
+from pathlib import Path
+
+import anthropic
+import httpx2
+import pytest
+
+import lib.llm as llm_mod
+from lib.llm import (AnthropicBackend, LLMError, LLMRequest, RecordedLLM, RecordStore, ReplayMiss, make_llm,
+                     records_dir)
+
+DATA = Path(__file__).parent / "data"
+MODEL = "claude-haiku-4-5"
+API_URL = "https://api.anthropic.com/v1/messages"
+
+
+def reply_body(name: str) -> dict:
+    return json.loads((DATA / f"anthropic_{name}.json").read_text(encoding="utf-8"))
+
+
+def message(body: dict) -> anthropic.types.Message:
+    return anthropic.types.Message.model_validate(body)
+
+
+def status_error(cls: type, code: int) -> anthropic.APIStatusError:
+    request = httpx2.Request("POST", API_URL)
+    response = httpx2.Response(code, request=request,
+                               json={"type": "error", "error": {"type": "x", "message": f"status {code}"}})
+    return cls(f"Error code: {code}", response=response, body=None)
+
+
+def timeout_error() -> anthropic.APITimeoutError:
+    return anthropic.APITimeoutError(request=httpx2.Request("POST", API_URL))
+
+
+class FakeMessages:
+    def __init__(self, outcomes):
+        self.outcomes, self.calls = list(outcomes), []
+
+    def create(self, **params):
+        self.calls.append(params)
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return message(outcome)
+
+
+class FakeClient:
+    """Stands in for ``anthropic.Anthropic``: scripted replies (bodies) or exceptions, in order."""
+
+    def __init__(self, *outcomes):
+        self.messages = FakeMessages(outcomes)
+
+
+REQUEST = LLMRequest(kind="question", system="You write test questions.",
+                     messages=(("user", "Write one question about this paper."),), max_tokens=300)
+
+
+def test_request_parameters_are_the_messages_api_call():
+    client = FakeClient(reply_body("question_tutor_json"))
+    AnthropicBackend(MODEL, client=client).complete(REQUEST)
+    assert client.messages.calls == [{
+        "model": MODEL, "max_tokens": 300, "temperature": 0.0, "system": "You write test questions.",
+        "messages": [{"role": "user", "content": "Write one question about this paper."}],
+    }]
+    assert "thinking" not in client.messages.calls[0]
+
+
+def test_no_system_key_without_a_system_prompt():
+    backend = AnthropicBackend(MODEL, client=FakeClient())
+    params = backend.build_params(LLMRequest(kind="rewrite", system="", messages=(("user", "hi"),),
+                                             max_tokens=50, temperature=0.7))
+    assert params == {"model": MODEL, "max_tokens": 50, "temperature": 0.7,
+                      "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_usage_text_and_cost_from_the_price_table():
+    body = reply_body("question_tutor_json")
+    response = AnthropicBackend(MODEL, client=FakeClient(body)).complete(REQUEST)
+    prices = json.loads((Path(llm_mod.__file__).with_name("prices.json")).read_text())[MODEL]
+    assert response.text == body["content"][0]["text"]
+    assert (response.tokens_in, response.tokens_out) == (431, 62)
+    assert response.cost_usd == pytest.approx(431 / 1e6 * prices["input_per_mtok"]
+                                              + 62 / 1e6 * prices["output_per_mtok"])
+    assert response.cost_usd == pytest.approx(431e-6 * 1.0 + 62e-6 * 5.0)  # the dated haiku-4-5 list price
+    assert (response.model, response.backend, response.replayed) == (MODEL, "anthropic", False)
+    assert response.latency_s >= 0
+
+
+def test_only_text_blocks_make_the_reply_text():
+    body = reply_body("question_tutor_json")
+    body["content"] = [{"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                       {"type": "text", "text": "part one, "}, {"type": "text", "text": "part two"}]
+    assert AnthropicBackend(MODEL, client=FakeClient(body)).complete(REQUEST).text == "part one, part two"
+
+
+def test_retries_with_growing_backoff_on_429_529_and_timeout():
+    client = FakeClient(status_error(anthropic.RateLimitError, 429), status_error(anthropic.OverloadedError, 529),
+                        timeout_error(), reply_body("question_tutor_json"))
+    delays = []
+    backend = AnthropicBackend(MODEL, client=client, base_delay_s=2.0, sleep=delays.append)
+    response = backend.complete(REQUEST)
+    assert response.tokens_out == 62
+    assert len(client.messages.calls) == 4
+    assert len(delays) == 3
+    assert delays[0] < delays[1] < delays[2]
+    for k, d in enumerate(delays):  # base * 2^k, plus up to 25% jitter
+        assert 2.0 * 2 ** k <= d <= 2.0 * 2 ** k * 1.25
+
+
+def test_gives_up_after_max_attempts():
+    client = FakeClient(*[status_error(anthropic.RateLimitError, 429) for _ in range(3)])
+    delays = []
+    with pytest.raises(LLMError, match="RateLimitError"):
+        AnthropicBackend(MODEL, client=client, max_attempts=3, sleep=delays.append).complete(REQUEST)
+    assert len(client.messages.calls) == 3 and len(delays) == 2
+
+
+def test_a_400_raises_at_once():
+    client = FakeClient(status_error(anthropic.BadRequestError, 400), reply_body("question_tutor_json"))
+    delays = []
+    with pytest.raises(LLMError, match="BadRequestError") as info:
+        AnthropicBackend(MODEL, client=client, sleep=delays.append).complete(REQUEST)
+    assert isinstance(info.value.__cause__, anthropic.BadRequestError)
+    assert len(client.messages.calls) == 1 and delays == []
+
+
+def test_missing_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="ANTHROPIC_API_KEY"):
+        AnthropicBackend(MODEL)
+    with pytest.raises(LLMError, match="ANTHROPIC_API_KEY"):
+        make_llm("anthropic", MODEL)
+
+
+def test_a_model_without_a_price_is_refused():
+    with pytest.raises(LLMError, match="prices.json"):
+        AnthropicBackend("claude-unknown-9", client=FakeClient())
+
+
+def test_recorded_calls_replay_without_the_client(tmp_path):
+    client = FakeClient(reply_body("question_tutor_json"), reply_body("question_drift_fixed"))
+    llm = RecordedLLM(AnthropicBackend(MODEL, client=client), RecordStore(tmp_path), backend_name="anthropic",
+                      model=MODEL)
+    first = llm.complete(REQUEST)
+    second = llm.complete(REQUEST)
+    assert len(client.messages.calls) == 1
+    assert second.replayed and not first.replayed
+    assert (second.text, second.tokens_in, second.tokens_out, second.cost_usd) == \
+        (first.text, first.tokens_in, first.tokens_out, first.cost_usd)
+
+    other_run = LLMRequest(**{**REQUEST.__dict__, "run": 2})
+    assert other_run.key() != REQUEST.key()
+    third = llm.complete(other_run)
+    assert len(client.messages.calls) == 2 and not third.replayed
+    assert third.text == reply_body("question_drift_fixed")["content"][0]["text"]
+
+    # a new process (fresh store on the same folder, a client that must not be called) replays both
+    again = RecordedLLM(AnthropicBackend(MODEL, client=FakeClient()), RecordStore(tmp_path),
+                        backend_name="anthropic", model=MODEL)
+    assert again.complete(REQUEST).text == first.text
+    assert again.complete(other_run).text == third.text
+    assert len((tmp_path / "question.jsonl").read_text().splitlines()) == 2
+
+
+def test_replay_reads_what_the_anthropic_backend_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr(llm_mod, "RECORDS_DIR", tmp_path)
+    client = FakeClient(reply_body("question_tutor_json"))
+    recorder = RecordedLLM(AnthropicBackend(MODEL, client=client), RecordStore(records_dir("anthropic", MODEL)),
+                           backend_name="anthropic", model=MODEL)
+    recorded = recorder.complete(REQUEST)
+    replay = make_llm("replay", MODEL, record_backend="anthropic")
+    response = replay.complete(REQUEST)
+    assert response.replayed and response.text == recorded.text and response.cost_usd == recorded.cost_usd
+
+
+def test_replay_miss_on_an_empty_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(llm_mod, "RECORDS_DIR", tmp_path)
+    replay = make_llm("replay", MODEL, record_backend="anthropic")
+    with pytest.raises(ReplayMiss, match="no recorded 'question' response") as info:
+        replay.complete(REQUEST)
+    assert str(tmp_path) in str(info.value)
+    assert "llm_backend=local or anthropic" in str(info.value)
+    assert isinstance(info.value, LLMError)

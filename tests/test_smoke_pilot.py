@@ -1,0 +1,36 @@
+"""The smoke setting: the pilot profile end to end from bundled data, real models and the
+recorded LLM responses, checked against the expected scores (fails on drift: the 2CR practice)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from lib import pipeline, scores
+from lib.collection import make_collection, read_collection
+from lib.config import ROOT, load_profile
+
+
+@pytest.fixture(scope="module")
+def pilot(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pilot")
+    cfg = load_profile("pilot", data_dir=str(tmp / "data"), results_dir=str(tmp / "results"))
+    make_collection(cfg)
+    return cfg
+
+
+def test_pilot_collection_is_reproduced(pilot):
+    bundled = read_collection(ROOT / "data" / "pilot" / "collection.jsonl")
+    fresh = read_collection(pilot.data_dir / "collection.jsonl")
+    assert [(r["id"], r["role"]) for r in fresh] == [(r["id"], r["role"]) for r in bundled]
+
+
+def test_pilot_scores_match_expected(pilot):
+    for design in pipeline.DESIGNS:
+        pipeline.run(pilot, design, progress=False)
+    summary = scores.summary_for_profile(pilot)
+    drift = scores.check_drift(summary, ROOT / "results" / "pilot" / "expected_scores.json")
+    expected = json.loads((ROOT / "results" / "pilot" / "expected_scores.json").read_text())
+    assert set(summary["design"]) == set(expected["designs"]), "a design is missing from the smoke run"
+    assert (drift.status == "ok").all(), f"scores drifted from results/pilot/expected_scores.json:\n{drift}"
+    for _, row in summary.iterrows():
+        assert row["questions"] == expected["designs"][row["design"]]["questions"]
