@@ -31,7 +31,7 @@ report: setup sync
 	mkdir -p report figures
 	set -e; for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb"; \
-	  $(BIN)/papermill --log-level WARNING -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml; \
+	  $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml; \
 	done
 	$(BIN)/jupyter nbconvert --log-level WARN --to html report/*.ipynb --output-dir report
 	$(BIN)/python scripts/build_report.py $(PROFILE)
@@ -40,7 +40,7 @@ report: setup sync
 # rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs [1]"
 notebook: setup sync
 	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); \
-	$(BIN)/papermill -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
+	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
 	$(BIN)/jupyter nbconvert --log-level WARN --to html report/$$nb.ipynb --output-dir report
 
 test: setup

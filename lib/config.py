@@ -77,3 +77,13 @@ def write_json(path: Path, obj: Any) -> None:
         json.dump(obj, fh, indent=2, sort_keys=True, default=str)
         fh.write("\n")
     os.replace(tmp, path)
+
+
+def notebook_profile(namespace: dict[str, Any]) -> Profile:
+    """The profile a notebook runs with: ``profile`` from its parameters, and every other profile
+    setting that papermill injected (``-f profiles/<name>.yaml`` or ``-p key value``) or that the
+    parameters cell sets to something other than None, as an override."""
+    name = namespace.get("profile", "offline")
+    base = load_profile(name)
+    overrides = {k: namespace[k] for k in base.settings if k != "profile" and namespace.get(k) is not None}
+    return load_profile(name, **overrides)

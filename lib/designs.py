@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import prompts
 from .fusion import rrf

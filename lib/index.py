@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .config import ROOT
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .config import ROOT, write_json
 from .index import ModelUnavailable, slug

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: agentic-rag-evidence
 #     language: python
@@ -42,9 +44,9 @@ from IPython.display import Markdown, display
 
 from lib import plots
 from lib.collection import make_collection
-from lib.config import ROOT, load_profile
+from lib.config import ROOT, notebook_profile
 
-cfg = load_profile(profile, n_papers=n_papers, n_sources=n_sources, seed=seed, source_ids=source_ids)
+cfg = notebook_profile(globals())
 rows, manifest = make_collection(cfg)
 display(Markdown(f"Profile **{cfg.name}**: collection source `{cfg.collection_source}`, seed {cfg.seed}, "
                  f"window {cfg.window_start} to {cfg.window_end}, categories {', '.join(cfg.categories)}."))

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: agentic-rag-evidence
 #     language: python
@@ -43,10 +45,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline, plots
-from lib.config import ROOT, load_profile
+from lib.config import ROOT, notebook_profile
 from lib.questions import copied_ngrams, words
 
-cfg = load_profile(profile, questions_source=questions_source, user_questions_path=user_questions_path)
+cfg = notebook_profile(globals())
 papers = pipeline.collection(cfg)
 if cfg.questions_source == "generate":
     from lib.question_gen import generate_for_profile

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: agentic-rag-evidence
 #     language: python
@@ -49,9 +51,9 @@ question_form = None    # full | short
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import load_profile
+from lib.config import notebook_profile
 
-cfg = load_profile(profile, question_limit=question_limit, llm_backend=llm_backend, question_form=question_form)
+cfg = notebook_profile(globals())
 out = pipeline.run(cfg, "rerank", runs=runs)
 
 # %% [markdown]

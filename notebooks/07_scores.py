@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: agentic-rag-evidence
 #     language: python
@@ -32,9 +34,9 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline, plots, scores
-from lib.config import ROOT, load_profile, write_json
+from lib.config import ROOT, notebook_profile, write_json
 
-cfg = load_profile(profile, question_form=question_form)
+cfg = notebook_profile(globals())
 rdir = pipeline.results_dir(cfg)
 qs = pipeline.scored_questions(cfg)
 sources = {q.qid: q.source_id for q in qs}

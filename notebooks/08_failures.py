@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: agentic-rag-evidence
 #     language: python
@@ -28,10 +30,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import failures, pipeline, scores
-from lib.config import load_profile
+from lib.config import notebook_profile
 
 pd.set_option("display.max_colwidth", 200)
-cfg = load_profile(profile, question_form=question_form)
+cfg = notebook_profile(globals())
 rdir = pipeline.results_dir(cfg)
 qs = pipeline.scored_questions(cfg)
 qtext = {q.qid: q.text for q in qs}

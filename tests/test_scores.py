@@ -1,0 +1,87 @@
+import json
+
+import pandas as pd
+import pytest
+
+from lib.designs import Result
+from lib.failures import added_words, agent_added_words, differing_cases
+from lib.metrics import per_question
+from lib.scores import check_drift, complete_questions, deltas, design_summary, expected_from, headroom, wins_losses
+
+SOURCES = {"q1": "s1", "q2": "s2", "q3": "s3", "q4": "s4"}
+
+
+def R(qid, design, run, ranked, queries=None, **kw):
+    return Result(qid, design, run, ranked, len(queries or ["x"]), queries or ["x"], 1.0, **kw)
+
+
+@pytest.fixture
+def pq():
+    res = [R("q1", "dense", 1, ["s1"]), R("q2", "dense", 1, ["a", "b", "c", "d", "e", "s2"]),
+           R("q3", "dense", 1, ["a", "s3"]), R("q4", "dense", 1, ["z"] * 12)]
+    for run in (1, 2, 3):
+        res += [R("q1", "agent", run, ["a", "b", "c", "d", "e", "s1"] if run == 1 else ["s1"],
+                  ["how q1", "q1 extra words"] if run == 1 else ["how q1"]),
+                R("q2", "agent", run, ["s2"], ["how q2", "q2 better"]), R("q3", "agent", run, ["a", "s3"]),
+                R("q4", "agent", run, ["z"])]
+    return per_question(res, SOURCES), res
+
+
+def test_summary_over_runs(pq):
+    df, _ = pq
+    s = design_summary(df).set_index("design")
+    assert s.loc["dense", "recall_at_5"] == pytest.approx(0.5)  # q1, q3
+    assert s.loc["agent", "runs"] == 3
+    assert s.loc["agent", "recall_at_5_min"] == pytest.approx(0.5) and s.loc["agent", "recall_at_5_max"] == pytest.approx(0.75)
+    assert s.loc["agent", "recall_at_5"] == pytest.approx((0.5 + 0.75 + 0.75) / 3)
+
+
+def test_headroom_wins_losses(pq):
+    df, _ = pq
+    assert headroom(df)["dense_misses_at_5"] == 2
+    wl = wins_losses(df).set_index("run")
+    assert wl.loc[1, "wins"] == 1 and wl.loc[1, "losses"] == 1 and wl.loc[2, "losses"] == 0
+
+
+def test_deltas_paired_on_run_means(pq):
+    df, _ = pq
+    d = deltas(df).set_index(["design", "metric"])
+    # per question agent means: q1 2/3, q2 1, q3 1, q4 0 -> 2/3 ; dense 0.5
+    assert d.loc[("agent", "recall_at_5"), "delta"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4 - 0.5)
+    row = d.loc[("agent", "recall_at_5")]
+    assert row["low"] <= row["delta"] <= row["high"]
+
+
+def test_complete_questions_needs_every_run():
+    df = pd.DataFrame({"design": ["dense", "dense", "agent"], "run": [1, 1, 1], "qid": ["q1", "q2", "q1"]})
+    assert complete_questions(df, ["q1", "q2"]) == ["q1"]
+
+
+def test_drift_flagged(pq, tmp_path):
+    df, _ = pq
+    s = design_summary(df)
+    path = tmp_path / "expected.json"
+    path.write_text(json.dumps(expected_from(s, "pilot")))
+    assert (check_drift(s, path).status == "ok").all()
+    exp = expected_from(s, "pilot")
+    exp["designs"]["agent"]["recall_at_5"] += 0.01
+    path.write_text(json.dumps(exp))
+    d = check_drift(s, path)
+    assert list(d[d.status == "DRIFT"].design) == ["agent"]
+
+
+def test_added_words_and_their_effect(pq):
+    df, res = pq
+    assert added_words("How do agents search the web?", "agents searching web pages tools") == ["searching", "pages", "tools"]
+    qtext = {"q1": "how q1", "q2": "how q2", "q3": "q3", "q4": "q4"}
+    per_query, summary = agent_added_words(res, df, qtext)
+    assert set(per_query.added_words) == {"extra words", "better"}
+    s = summary.set_index("added_any")
+    # q1 run 1 added words and lost the source dense had; q2 added words and won
+    assert s.loc[True, "lost"] == 1 and s.loc[True, "won"] == 3
+    cases = differing_cases(df, res, qtext)
+    # q4 is missed by both (same "rank"), so it is not a differing case
+    assert set(zip(cases.qid, cases.run)) == {("q1", 1), ("q2", 1), ("q2", 2), ("q2", 3)}
+    row = cases[(cases.qid == "q1")].iloc[0]
+    assert row.dense_rank == 1 and row.design_rank == 6 and row.change == "worse"
+    assert row.queries_written == "q1 extra words"
