@@ -142,7 +142,9 @@ def tfidf_neighbours(pool: list[Paper], query_ids: list[str], k: int) -> dict[st
         i = index[qid]
         sims = (matrix @ matrix[i].T).toarray().ravel()
         sims[i] = -1.0
-        top = np.argpartition(-sims, k + 10)[: k + 10]
+        m = min(k + 10, len(sims) - 1)
+        top = np.argpartition(-sims, m)[: m + 1] if m < len(sims) - 1 else np.arange(len(sims))
+        top = top[top != i]
         ranked = sorted(top, key=lambda j: (-round(float(sims[j]), 6), ids[j]))[:k]
         out[qid] = [(str(ids[j]), float(sims[j])) for j in ranked]
     return out
