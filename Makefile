@@ -58,7 +58,7 @@ local-llm: setup
 	$(BIN)/python -c "from lib.llm import join_local_model; print(join_local_model())"
 
 bench: setup
-	$(BIN)/python scripts/bench.py
+	$(BIN)/python scripts/bench.py $(ARGS)
 
 # write the expected scores from the current saved results (after a deliberate change)
 expected: setup

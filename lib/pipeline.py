@@ -77,8 +77,11 @@ def make_design(name: str, profile: Profile, search: DenseSearcher, papers: list
     if name == "rerank":
         from .rerank import CrossEncoderScorer
 
-        prov = {k: prov[k] for k in ("profile", "embedder", "embedder_backend", "reranker", "reranker_backend")}
-        return RerankDesign(search, CrossEncoderScorer(profile.reranker, profile.reranker_backend),
+        prov = {**{k: prov[k] for k in ("profile", "embedder", "embedder_backend", "reranker", "reranker_backend")},
+                "reranker_max_length": profile.reranker_max_length, "reranker_int8": profile.reranker_int8}
+        scorer = CrossEncoderScorer(profile.reranker, profile.reranker_backend, max_length=profile.reranker_max_length,
+                                    int8=profile.reranker_int8)
+        return RerankDesign(search, scorer,
                             {p["id"]: paper_text(p) for p in papers}, k=profile.rerank_k, provenance=prov)
     llm = make_llm(profile.llm_backend, profile.llm_model, profile.llm_record_backend)
     style = "anthropic" if (profile.llm_backend == "anthropic" or profile.llm_record_backend == "anthropic") else "local"

@@ -50,9 +50,12 @@ class CrossEncoderScorer:
     rerun costs nothing. Pairs are sorted by length so batches carry little padding."""
 
     def __init__(self, name: str, backend: str, cache_dir: Path = SCORE_CACHE_DIR, batch_size: int = 16,
-                 max_length: int = 256):
+                 max_length: int = 256, int8: bool = False):
         self.name, self.backend, self.batch_size, self.max_length = name, backend, batch_size, max_length
-        self.path = Path(cache_dir) / f"{slug(name)}.jsonl"
+        self.int8 = int8
+        # scores depend on the model, the truncation length and the quantisation: all in the key
+        self.variant = f"len{max_length}" + ("-int8" if int8 else "")
+        self.path = Path(cache_dir) / f"{slug(name)}__{self.variant}.jsonl"
         self.cache: dict[str, float] = {}
         self._model = None
         if self.path.exists():
@@ -68,6 +71,12 @@ class CrossEncoderScorer:
     def model(self):
         if self._model is None:
             self._model = load_cross_encoder(self.name, self.backend, self.max_length)
+            if self.int8:
+                import torch
+
+                # dynamic int8 quantisation of the linear layers (weights int8, activations quantised per batch)
+                torch.ao.quantization.quantize_dynamic(self._model.model, {torch.nn.Linear}, dtype=torch.qint8,
+                                                       inplace=True)
         return self._model
 
     @staticmethod

@@ -25,9 +25,24 @@ def load_runs(results_dir: Path, designs=DESIGN_ORDER) -> list:
     return out
 
 
+def partial_runs(pq: pd.DataFrame) -> list[tuple[str, int]]:
+    """(design, run) pairs that answered fewer questions than that design's fullest run: runs
+    stopped part-way, which are left out of the scores rather than shrinking every comparison."""
+    counts = pq.groupby(["design", "run"])["qid"].nunique()
+    most = counts.groupby(level="design").max()
+    return [(d, int(r)) for (d, r), n in counts.items() if n < most[d]]
+
+
+def scored_runs(pq: pd.DataFrame) -> pd.DataFrame:
+    """The saved results without the partial runs."""
+    drop = set(partial_runs(pq))
+    keep = [(d, r) not in drop for d, r in zip(pq["design"], pq["run"])]
+    return pq[keep]
+
+
 def complete_questions(pq: pd.DataFrame, qids: list[str]) -> list[str]:
-    """Questions that every saved run of every design has answered (paired comparisons need them)."""
-    have = pq.groupby(["design", "run"])["qid"].apply(set)
+    """Questions that every scored run of every design has answered (paired comparisons need them)."""
+    have = scored_runs(pq).groupby(["design", "run"])["qid"].apply(set)
     common = set(qids)
     for s in have:
         common &= s
@@ -162,4 +177,5 @@ def summary_for_profile(profile) -> pd.DataFrame:
     qs = pipeline.scored_questions(profile)
     pq = per_question_table(pipeline.results_dir(profile), {q.qid: q.source_id for q in qs})
     common = complete_questions(pq, [q.qid for q in qs])
+    pq = scored_runs(pq)
     return design_summary(pq[pq.qid.isin(common)])

@@ -42,10 +42,14 @@ qs = pipeline.scored_questions(cfg)
 sources = {q.qid: q.source_id for q in qs}
 pq_all = scores.per_question_table(rdir, sources)
 common = scores.complete_questions(pq_all, [q.qid for q in qs])
-pq = pq_all[pq_all.qid.isin(common)].copy()
+pq = scores.scored_runs(pq_all)
+pq = pq[pq.qid.isin(common)].copy()
 runs_saved = pq_all.groupby(["design", "run"]).qid.count().rename("questions answered").reset_index()
-display(Markdown(f"**{len(qs)}** reviewed questions; **{len(common)}** answered by every saved run of every design "
-                 f"and scored below."))
+partial = scores.partial_runs(pq_all)
+runs_saved["scored"] = [(d, r) not in set(partial) for d, r in zip(runs_saved.design, runs_saved.run)]
+display(Markdown(f"**{len(qs)}** reviewed questions; **{len(common)}** answered by every scored run of every design "
+                 f"and scored below. Runs stopped part-way are saved but not scored: "
+                 f"{', '.join(f'{d} run {r}' for d, r in partial) or 'none'}."))
 runs_saved
 
 # %% [markdown]

@@ -40,7 +40,8 @@ qtext = {q.qid: q.text for q in qs}
 results = scores.load_runs(rdir)
 pq_all = scores.per_question(results, {q.qid: q.source_id for q in qs})
 common = set(scores.complete_questions(pq_all, [q.qid for q in qs]))
-pq = pq_all[pq_all.qid.isin(common)].copy()
+pq = scores.scored_runs(pq_all)
+pq = pq[pq.qid.isin(common)].copy()
 results = [r for r in results if r.qid in common]
 
 # %% [markdown]

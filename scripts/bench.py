@@ -65,10 +65,8 @@ cands = {q.qid: [h.id for h in search.search(q.text, 50)] for q in bench_qs}
 
 def rerank_variant(max_length, batch_size, quantize=False):
     sc = CrossEncoderScorer(cfg.reranker, cfg.reranker_backend, cache_dir=ROOT / "build" / "bench-cache",
-                            batch_size=batch_size, max_length=max_length)
+                            batch_size=batch_size, max_length=max_length, int8=quantize)
     m = sc.model
-    if quantize:
-        m.model = torch.ao.quantization.quantize_dynamic(m.model, {torch.nn.Linear}, dtype=torch.qint8)
     times, orders = [], {}
     for q in bench_qs:
         pairs = [(q.text, by_id[c]) for c in cands[q.qid]]
@@ -78,13 +76,14 @@ def rerank_variant(max_length, batch_size, quantize=False):
         orders[q.qid] = [c for _, c in sorted(zip(s, cands[q.qid]), key=lambda x: (-x[0], x[1]))]
     ctok = m.tokenizer
     lens = sorted(min(len(ctok(q.text, by_id[c])["input_ids"]), max_length) for q in bench_qs for c in cands[q.qid])
-    cfgm = m.model.config if not quantize else m.config
+    cfgm = m.config
     fl = padded_flops(lens, batch_size, cfgm.hidden_size, cfgm.intermediate_size, cfgm.num_hidden_layers) / len(bench_qs)
     return times, orders, fl
 
 
 variants = {"fp32_len256_b16": (256, 16, False), "fp32_len256_b50": (256, 50, False),
-            "fp32_len192_b16": (192, 16, False), "int8dyn_len256_b16": (256, 16, True)}
+            "fp32_len128_b16": (128, 16, False), "int8dyn_len256_b16": (256, 16, True),
+            "int8dyn_len128_b16": (128, 16, True)}
 ref_orders = None
 for name, (ml, bs, qz) in variants.items():
     times, orders, fl = rerank_variant(ml, bs, qz)

@@ -52,7 +52,8 @@ def main() -> None:
                                     max_length=SETTINGS["max_length"], seed=SETTINGS["seed"])
         write_json(stats_path, {"settings_key": key, "stats": stats})
     # held-out: dense order vs reranked order of the same 50 candidates
-    scorer = CrossEncoderScorer(profile.reranker, profile.reranker_backend, cache_dir=ROOT / "build" / "rerank-eval")
+    scorer = CrossEncoderScorer(profile.reranker, profile.reranker_backend, cache_dir=ROOT / "build" / "rerank-eval",
+                                max_length=profile.reranker_max_length)
     dense_mrr, rerank_mrr = [], []
     t1 = time.perf_counter()
     for h in heldout:
@@ -69,7 +70,8 @@ def main() -> None:
                               "overlap_with_collection": len({p.id for p in papers} & collection_ids)},
             "mining_seconds": round(mine_s, 1), **stats,
             "heldout": {"dense_mrr_at_10": float(np.mean(dense_mrr)), "rerank_mrr_at_10": float(np.mean(rerank_mrr)),
-                        "eval_seconds": round(time.perf_counter() - t1, 1)},
+                        "eval_seconds": round(time.perf_counter() - t1, 1),
+                        "eval_max_length": profile.reranker_max_length},
             "torch_threads": torch.get_num_threads()}
     write_json(info_path, info)
     print(json.dumps(info, indent=1))

@@ -85,3 +85,13 @@ def test_added_words_and_their_effect(pq):
     row = cases[(cases.qid == "q1")].iloc[0]
     assert row.dense_rank == 1 and row.design_rank == 6 and row.change == "worse"
     assert row.queries_written == "q1 extra words"
+
+
+def test_partial_runs_are_left_out_not_shrinking_the_comparison():
+    from lib.scores import partial_runs, scored_runs
+
+    df = pd.DataFrame({"design": ["dense"] * 3 + ["agent"] * 5, "run": [1, 1, 1, 1, 1, 1, 2, 2],
+                       "qid": ["q1", "q2", "q3", "q1", "q2", "q3", "q1", "q2"]})
+    assert partial_runs(df) == [("agent", 2)]
+    assert complete_questions(df, ["q1", "q2", "q3"]) == ["q1", "q2", "q3"]
+    assert len(scored_runs(df)) == 6
