@@ -37,7 +37,7 @@ report: setup sync
 	$(BIN)/python scripts/build_report.py $(PROFILE)
 	@echo "report/index.html"
 
-# rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs [1]"
+# rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 1"
 notebook: setup sync
 	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); \
 	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \

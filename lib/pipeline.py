@@ -115,6 +115,12 @@ def run(profile: Profile, name: str, runs: list[int] | None = None, progress: bo
     """
     from .llm import ReplayMiss
 
+    if isinstance(runs, str):  # papermill -p passes "[2]" as text
+        import yaml
+
+        runs = yaml.safe_load(runs)
+    if isinstance(runs, int):
+        runs = [runs]
     papers = collection(profile)
     qs = scored_questions(profile, papers)
     replay = name in LLM_DESIGNS and profile.llm_backend == "replay"
