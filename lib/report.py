@@ -112,12 +112,33 @@ table{{border-collapse:collapse;font-size:14px}}td,th{{padding:4px 8px;border-bo
 <h2>The answer the numbers support</h2><p>{_md_bold(plain_answer(results_dir))}</p>
 <h2>Charts</h2>{''.join(imgs)}
 <h2>Which models and backends produced each run</h2><ul>{_provenance_lines(results_dir)}</ul>
+<h2>What differs from the article</h2><ul>{_differences(profile)}</ul>
 {bench_html}
 <h2>The notebooks</h2><ol style="list-style:none;padding-left:0">{links}</ol>
 </body></html>"""
     out = report_dir / "index.html"
     out.write_text(page, encoding="utf-8")
     return out
+
+
+def _differences(profile: str) -> str:
+    """The stated differences between this profile's parts and the article's."""
+    from .config import load_profile
+    from .prompts import PROMPT_DIFFERENCES
+
+    cfg = load_profile(profile)
+    if cfg.llm_backend == "anthropic":
+        return "<li>None: the article's parts (arXiv API, hub models, Anthropic).</li>"
+    items = [f"Embedder {cfg.embedder} (PyPI package {cfg.embedder_backend}) instead of BAAI/bge-small-en-v1.5.",
+             f"Reranker: a MiniLM cross-encoder trained in this project ({cfg.reranker}, truncation "
+             f"{cfg.reranker_max_length} tokens), not cross-encoder/ms-marco-MiniLM-L-6-v2: notebook 4 shows its "
+             "training data and held-out quality.",
+             f"LLM: {cfg.llm_model} run by llama.cpp on the CPU (replayed from data/llm_records/), not Claude Haiku; "
+             f"sampling temperature {cfg.llm_temperature}, one seed per call.",
+             "Prompts: " + PROMPT_DIFFERENCES["local"],
+             "Questions: the bundled set written and reviewed by a language model in the authoring session "
+             "(data/README.md), not generated through the API."]
+    return "".join(f"<li>{html.escape(i)}</li>" for i in items)
 
 
 def _md_bold(text: str) -> str:
