@@ -72,6 +72,10 @@ def plain_answer(results_dir: Path) -> str:
             parts.append("So in this setting the agent found measurably better evidence than plain search.")
         elif not sub.empty and (sub.delta < 0).all() and not sub.includes_zero.any():
             parts.append("So in this setting the agent found measurably worse evidence than plain search.")
+    if summary.get("profile") != "article":
+        parts.append("These numbers come from the offline profile's parts, not the article's (see "
+                     "\"What differs from the article\" below): a 1.5B local model in place of Claude Haiku, "
+                     "and a reranker trained here.")
     return " ".join(parts)
 
 
@@ -79,9 +83,11 @@ def _provenance_lines(results_dir: Path) -> str:
     summary = json.loads((results_dir / "summary.json").read_text())
     out = []
     for design, rows in summary["provenance"].items():
+        most = max((r["questions"] for r in rows), default=0)
         for r in rows:
             items = ", ".join(f"{k}: {v}" for k, v in r.items() if k not in ("run file",))
-            out.append(f"<li><code>{html.escape(r['run file'])}</code>: {html.escape(items)}</li>")
+            note = " <b>(stopped part-way: saved, not scored)</b>" if r["questions"] < most else ""
+            out.append(f"<li><code>{html.escape(r['run file'])}</code>: {html.escape(items)}{note}</li>")
     return "\n".join(out)
 
 

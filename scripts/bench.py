@@ -31,73 +31,80 @@ qs = pipeline.scored_questions(cfg)
 peak = peak_gflops(cores=THREADS) * 1e9
 out = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": THREADS,
                    "peak_gflops_fp32": peak / 1e9, "torch": torch.__version__}, "steps": {}}
+BENCH = ROOT / "results" / "bench.json"
+if "--report-only" in sys.argv and BENCH.exists():  # keep the model measurements, time the report again
+    out = json.loads(BENCH.read_text())
+    sys.argv.append("--report")
+else:
+    sys.argv.append("--models")
 
-# --- embedding throughput
-search = pipeline.searcher(cfg, papers, progress=False)
-model = search.embedder.model
-texts = [paper_text(p) for p in papers[:96]]
-tok = model.tokenizer
-lengths = [min(len(tok(t)["input_ids"]), model.max_seq_length) for t in texts]
-hf = model[0].auto_model.config
-flops = encoder_flops(lengths, hf.hidden_size, hf.intermediate_size, hf.num_hidden_layers)
-for bs in (16, 32):
-    t = timed(lambda: model.encode(texts, batch_size=bs, show_progress_bar=False), repeats=3)
-    out["steps"][f"embed_batch{bs}"] = {
-        **t, "texts": len(texts), "texts_per_s": len(texts) / t["median_s"], "tokens_per_s": sum(lengths) / t["median_s"],
-        "flop_limit_s": flops / peak, "ratio_to_flop_limit": t["median_s"] / (flops / peak),
-        "summary": f"{len(texts) / t['median_s']:.1f} abstracts/s, {t['median_s'] / (flops / peak):.2f}x the FLOP limit"}
+if "--models" in sys.argv:  # embedding, dense search and rerank variants, measured in one run
+    # --- embedding throughput
+    search = pipeline.searcher(cfg, papers, progress=False)
+    model = search.embedder.model
+    texts = [paper_text(p) for p in papers[:96]]
+    tok = model.tokenizer
+    lengths = [min(len(tok(t)["input_ids"]), model.max_seq_length) for t in texts]
+    hf = model[0].auto_model.config
+    flops = encoder_flops(lengths, hf.hidden_size, hf.intermediate_size, hf.num_hidden_layers)
+    for bs in (16, 32):
+        t = timed(lambda: model.encode(texts, batch_size=bs, show_progress_bar=False), repeats=3)
+        out["steps"][f"embed_batch{bs}"] = {
+            **t, "texts": len(texts), "texts_per_s": len(texts) / t["median_s"], "tokens_per_s": sum(lengths) / t["median_s"],
+            "flop_limit_s": flops / peak, "ratio_to_flop_limit": t["median_s"] / (flops / peak),
+            "summary": f"{len(texts) / t['median_s']:.1f} abstracts/s, {t['median_s'] / (flops / peak):.2f}x the FLOP limit"}
 
-# --- dense search latency per question (embed the question + exact search), no cache
-def dense_once():
-    for q in qs[:20]:
-        v = model.encode([q.text], normalize_embeddings=True, show_progress_bar=False)[0]
-        search.index.search_vector(v, 50)
-t = timed(dense_once, repeats=3)
-out["steps"]["dense_query"] = {"median_s_per_q": t["median_s"] / 20, "min_s_per_q": t["min_s"] / 20,
-                               "max_s_per_q": t["max_s"] / 20,
-                               "summary": f"{t['median_s'] / 20 * 1000:.0f} ms per question"}
+    # --- dense search latency per question (embed the question + exact search), no cache
+    def dense_once():
+        for q in qs[:20]:
+            v = model.encode([q.text], normalize_embeddings=True, show_progress_bar=False)[0]
+            search.index.search_vector(v, 50)
+    t = timed(dense_once, repeats=3)
+    out["steps"]["dense_query"] = {"median_s_per_q": t["median_s"] / 20, "min_s_per_q": t["min_s"] / 20,
+                                   "max_s_per_q": t["max_s"] / 20,
+                                   "summary": f"{t['median_s'] / 20 * 1000:.0f} ms per question"}
 
-# --- rerank: 50 candidates per question, variants compared in the same run
-by_id = {p["id"]: paper_text(p) for p in papers}
-bench_qs = qs[:8]
-cands = {q.qid: [h.id for h in search.search(q.text, 50)] for q in bench_qs}
-
-
-def rerank_variant(max_length, batch_size, quantize=False):
-    sc = CrossEncoderScorer(cfg.reranker, cfg.reranker_backend, cache_dir=ROOT / "build" / "bench-cache",
-                            batch_size=batch_size, max_length=max_length, int8=quantize)
-    m = sc.model
-    times, orders = [], {}
-    for q in bench_qs:
-        pairs = [(q.text, by_id[c]) for c in cands[q.qid]]
-        t0 = time.perf_counter()
-        s = sc.predict(pairs)
-        times.append(time.perf_counter() - t0)
-        orders[q.qid] = [c for _, c in sorted(zip(s, cands[q.qid]), key=lambda x: (-x[0], x[1]))]
-    ctok = m.tokenizer
-    lens = sorted(min(len(ctok(q.text, by_id[c])["input_ids"]), max_length) for q in bench_qs for c in cands[q.qid])
-    cfgm = m.config
-    fl = padded_flops(lens, batch_size, cfgm.hidden_size, cfgm.intermediate_size, cfgm.num_hidden_layers) / len(bench_qs)
-    return times, orders, fl
+    # --- rerank: 50 candidates per question, variants compared in the same run
+    by_id = {p["id"]: paper_text(p) for p in papers}
+    bench_qs = qs[:8]
+    cands = {q.qid: [h.id for h in search.search(q.text, 50)] for q in bench_qs}
 
 
-variants = {"fp32_len256_b16": (256, 16, False), "fp32_len256_b50": (256, 50, False),
-            "fp32_len128_b16": (128, 16, False), "int8dyn_len256_b16": (256, 16, True),
-            "int8dyn_len128_b16": (128, 16, True)}
-ref_orders = None
-for name, (ml, bs, qz) in variants.items():
-    times, orders, fl = rerank_variant(ml, bs, qz)
-    ref_orders = ref_orders or orders
-    same_top10 = np.mean([orders[q][:10] == ref_orders[q][:10] for q in orders])
-    src = {q.qid: q.source_id for q in bench_qs}
-    med = float(np.median(times))
-    out["steps"][f"rerank_{name}"] = {
-        "median_s_per_q": med, "min_s_per_q": min(times), "max_s_per_q": max(times), "questions": len(times),
-        "flop_limit_s": fl / peak, "ratio_to_flop_limit": med / (fl / peak),
-        "same_top10_as_fp32_len256": float(same_top10),
-        "mrr_at_10": float(np.mean([mrr_at_k(orders[q], src[q]) for q in orders])),
-        "summary": f"{med:.2f} s per question (50 candidates), {med / (fl / peak):.2f}x the FLOP limit, "
-                   f"top-10 same as fp32/256 for {same_top10:.0%}"}
+    def rerank_variant(max_length, batch_size, quantize=False):
+        sc = CrossEncoderScorer(cfg.reranker, cfg.reranker_backend, cache_dir=ROOT / "build" / "bench-cache",
+                                batch_size=batch_size, max_length=max_length, int8=quantize)
+        m = sc.model
+        times, orders = [], {}
+        for q in bench_qs:
+            pairs = [(q.text, by_id[c]) for c in cands[q.qid]]
+            t0 = time.perf_counter()
+            s = sc.predict(pairs)
+            times.append(time.perf_counter() - t0)
+            orders[q.qid] = [c for _, c in sorted(zip(s, cands[q.qid]), key=lambda x: (-x[0], x[1]))]
+        ctok = m.tokenizer
+        lens = sorted(min(len(ctok(q.text, by_id[c])["input_ids"]), max_length) for q in bench_qs for c in cands[q.qid])
+        cfgm = m.config
+        fl = padded_flops(lens, batch_size, cfgm.hidden_size, cfgm.intermediate_size, cfgm.num_hidden_layers) / len(bench_qs)
+        return times, orders, fl
+
+
+    variants = {"fp32_len256_b16": (256, 16, False), "fp32_len256_b50": (256, 50, False),
+                "fp32_len128_b16": (128, 16, False), "int8dyn_len256_b16": (256, 16, True),
+                "int8dyn_len128_b16": (128, 16, True)}
+    ref_orders = None
+    for name, (ml, bs, qz) in variants.items():
+        times, orders, fl = rerank_variant(ml, bs, qz)
+        ref_orders = ref_orders or orders
+        same_top10 = np.mean([orders[q][:10] == ref_orders[q][:10] for q in orders])
+        src = {q.qid: q.source_id for q in bench_qs}
+        med = float(np.median(times))
+        out["steps"][f"rerank_{name}"] = {
+            "median_s_per_q": med, "min_s_per_q": min(times), "max_s_per_q": max(times), "questions": len(times),
+            "flop_limit_s": fl / peak, "ratio_to_flop_limit": med / (fl / peak),
+            "same_top10_as_fp32_len256": float(same_top10),
+            "mrr_at_10": float(np.mean([mrr_at_k(orders[q], src[q]) for q in orders])),
+            "summary": f"{med:.2f} s per question (50 candidates), {med / (fl / peak):.2f}x the FLOP limit, "
+                       f"top-10 same as fp32/256 for {same_top10:.0%}"}
 
 # --- LLM seconds per call, from the recorded calls of the saved runs (measured when made)
 for kind in ("rewrite", "agent"):
