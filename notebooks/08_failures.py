@@ -42,7 +42,8 @@ pq_all = scores.per_question(results, {q.qid: q.source_id for q in qs})
 common = set(scores.complete_questions(pq_all, [q.qid for q in qs]))
 pq = scores.scored_runs(pq_all)
 pq = pq[pq.qid.isin(common)].copy()
-results = [r for r in results if r.qid in common]
+partial = set(scores.partial_runs(pq_all))
+results = [r for r in results if r.qid in common and (r.design, r.run) not in partial]
 
 # %% [markdown]
 # ## Every question where an LLM design's rank of the source differs from dense
