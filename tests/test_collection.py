@@ -97,3 +97,19 @@ def test_given_sources_are_included(snapshot):
                                    window=("2026-07-01", "2026-08-22"), categories=["cs.CL"], given_sources=[old.id])
     assert stats["source_order"][0] == old.id
     assert {r["id"]: r["role"] for r in rows}[old.id] == "source"
+
+
+def test_make_collection_is_cached_by_its_inputs(tmp_path, monkeypatch):
+    import lib.collection as col
+    from lib.config import load_profile
+
+    cfg = load_profile("pilot", data_dir=str(tmp_path), n_papers=40, n_sources=3)
+    rows, man = col.make_collection(cfg)
+    calls = []
+    monkeypatch.setattr(col, "load_pool", lambda profile: calls.append(1) or [])
+    rows2, man2 = col.make_collection(cfg)  # same inputs: read back, no pool read
+    assert calls == [] and rows2 == rows and man2["inputs_key"] == man["inputs_key"]
+    cfg2 = load_profile("pilot", data_dir=str(tmp_path), n_papers=41, n_sources=3)
+    with pytest.raises(DataError):  # a changed setting draws again (here from the empty stub pool)
+        col.make_collection(cfg2)
+    assert calls == [1]
