@@ -125,8 +125,9 @@ def run(profile: Profile, name: str, runs: list[int] | None = None, progress: bo
     qs = scored_questions(profile, papers)
     replay = name in LLM_DESIGNS and profile.llm_backend == "replay"
     if runs is None:
-        runs = [1] if name not in LLM_DESIGNS else (recorded_runs(profile, name) if replay
-                                                     else list(range(1, profile.n_runs + 1)))
+        runs = [1] if name not in LLM_DESIGNS else (
+            [r for r in recorded_runs(profile, name) if r <= profile.n_runs] if replay
+            else list(range(1, profile.n_runs + 1)))
     design = make_design(name, profile, searcher(profile, papers, progress), papers)
     out = {}
     for k in runs:
