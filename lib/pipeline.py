@@ -1,7 +1,6 @@
 """Wiring: a profile's collection, questions, searcher and designs, as the notebooks use them."""
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from .collection import DataError, read_collection

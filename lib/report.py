@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import ROOT
 
 NOTEBOOK_TITLES = {
     "01_collection": "1. The collection", "02_questions": "2. The questions", "03_dense": "3. Dense search",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -18,7 +17,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from .config import ROOT, write_json
+from .config import ROOT
 from .index import ModelUnavailable, slug
 
 SCORE_CACHE_DIR = ROOT / "data" / "cache" / "rerank"
