@@ -4,6 +4,7 @@ Lin et al. 2022, "Building a culture of reproducibility in academic research")."
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -170,12 +171,35 @@ def expected_from(summary: pd.DataFrame, profile: str) -> dict:
                                             for _, r in summary.iterrows()}}
 
 
-def summary_for_profile(profile) -> pd.DataFrame:
-    """The per-design summary over the questions every saved run answered (as notebook 07)."""
+@dataclass
+class Scored:
+    """What the scores are computed from: the reviewed questions, every saved per-question row,
+    and the rows and results that are scored (complete runs, questions every one of them answered)."""
+
+    questions: list
+    pq_all: pd.DataFrame
+    partial: list[tuple[str, int]]
+    common: list[str]
+    pq: pd.DataFrame
+    results: list
+
+
+def load_scored(profile) -> Scored:
+    """Saved runs of a profile, restricted the one way every table of the report uses."""
     from . import pipeline
 
     qs = pipeline.scored_questions(profile)
-    pq = per_question_table(pipeline.results_dir(profile), {q.qid: q.source_id for q in qs})
-    common = complete_questions(pq, [q.qid for q in qs])
-    pq = scored_runs(pq)
-    return design_summary(pq[pq.qid.isin(common)])
+    results = load_runs(pipeline.results_dir(profile))
+    pq_all = per_question(results, {q.qid: q.source_id for q in qs})
+    partial = partial_runs(pq_all)
+    common = complete_questions(pq_all, [q.qid for q in qs])
+    keep = set(common)
+    pq = scored_runs(pq_all)
+    pq = pq[pq.qid.isin(keep)].copy()
+    scored = [r for r in results if r.qid in keep and (r.design, r.run) not in set(partial)]
+    return Scored(qs, pq_all, partial, common, pq, scored)
+
+
+def summary_for_profile(profile) -> pd.DataFrame:
+    """The per-design summary over the questions every scored run answered (as notebook 07)."""
+    return design_summary(load_scored(profile).pq)

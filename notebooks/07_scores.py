@@ -38,14 +38,9 @@ from lib.config import ROOT, notebook_profile, write_json
 
 cfg = notebook_profile(globals())
 rdir = pipeline.results_dir(cfg)
-qs = pipeline.scored_questions(cfg)
-sources = {q.qid: q.source_id for q in qs}
-pq_all = scores.per_question_table(rdir, sources)
-common = scores.complete_questions(pq_all, [q.qid for q in qs])
-pq = scores.scored_runs(pq_all)
-pq = pq[pq.qid.isin(common)].copy()
+sc = scores.load_scored(cfg)
+qs, pq_all, pq, common, partial = sc.questions, sc.pq_all, sc.pq, sc.common, sc.partial
 runs_saved = pq_all.groupby(["design", "run"]).qid.count().rename("questions answered").reset_index()
-partial = scores.partial_runs(pq_all)
 runs_saved["scored"] = [(d, r) not in set(partial) for d, r in zip(runs_saved.design, runs_saved.run)]
 display(Markdown(f"**{len(qs)}** reviewed questions; **{len(common)}** answered by every scored run of every design "
                  f"and scored below. Runs stopped part-way are saved but not scored: "

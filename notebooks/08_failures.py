@@ -29,21 +29,14 @@ question_form = None
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib import failures, pipeline, scores
+from lib import failures, scores
 from lib.config import notebook_profile
 
 pd.set_option("display.max_colwidth", 200)
 cfg = notebook_profile(globals())
-rdir = pipeline.results_dir(cfg)
-qs = pipeline.scored_questions(cfg)
-qtext = {q.qid: q.text for q in qs}
-results = scores.load_runs(rdir)
-pq_all = scores.per_question(results, {q.qid: q.source_id for q in qs})
-common = set(scores.complete_questions(pq_all, [q.qid for q in qs]))
-pq = scores.scored_runs(pq_all)
-pq = pq[pq.qid.isin(common)].copy()
-partial = set(scores.partial_runs(pq_all))
-results = [r for r in results if r.qid in common and (r.design, r.run) not in partial]
+sc = scores.load_scored(cfg)
+qtext = {q.qid: q.text for q in sc.questions}
+pq, results = sc.pq, sc.results
 
 # %% [markdown]
 # ## Every question where an LLM design's rank of the source differs from dense
