@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from .config import Profile, write_json
+from .config import ROOT, Profile, write_json
 
 REQUIRED_FIELDS = {"id": str, "title": str, "abstract": str, "categories": list, "first_seen": str}
 ROLES = ("source", "lookalike", "filler")
@@ -234,15 +234,30 @@ def read_collection(path: Path) -> list[dict]:
     return rows
 
 
+def filter_pool(pool: list[Paper], before: str | None = None, exclude: Iterable[str] = ()) -> list[Paper]:
+    """The pool restricted to papers first listed before ``before`` and not in ``exclude`` (ids):
+    how the dev collection is drawn from pre-window papers only, apart from the default collection."""
+    drop = set(exclude)
+    return [p for p in pool if (before is None or p.first_seen < before) and p.id not in drop]
+
+
 def load_pool(profile: Profile) -> list[Paper]:
-    """The paper pool for a profile: the bundled snapshot, or the arXiv API (``arxiv_api`` source)."""
+    """The paper pool for a profile: the bundled snapshot, or the arXiv API (``arxiv_api`` source),
+    restricted by ``pool_before`` and ``pool_exclude`` (collections whose papers are left out)."""
     if profile.collection_source == "snapshot":
-        return read_papers(profile.path("snapshot_path"))
-    if profile.collection_source == "arxiv_api":
+        pool = read_papers(profile.path("snapshot_path"))
+    elif profile.collection_source == "arxiv_api":
         from .arxiv_api import fetch_window
 
-        return fetch_window(profile.categories, profile.window_start, profile.window_end,
+        pool = fetch_window(profile.categories, profile.window_start, profile.window_end,
                             cache_dir=profile.data_dir / "arxiv_cache")
+    else:
+        pool = None
+    if pool is not None:
+        before = profile.settings.get("pool_before")
+        excluded = [r["id"] for path in profile.settings.get("pool_exclude") or []
+                    for r in read_collection(ROOT / path)]
+        return filter_pool(pool, before, excluded) if (before or excluded) else pool
     raise DataError(f"profiles/{profile.name}.yaml: field 'collection_source': unknown value "
                     f"{profile.collection_source!r} (snapshot | arxiv_api)")
 
@@ -253,6 +268,8 @@ def collection_inputs_key(profile: Profile) -> str:
 
     keys = ["collection_source", "categories", "window_start", "window_end", "n_sources", "n_papers",
             "n_lookalikes", "seed", "source_ids"]
+    # the pool filters enter the key only when set, so older collections keep their key
+    keys += [k for k in ("pool_before", "pool_exclude") if profile.settings.get(k)]
     h = hashlib.sha256(json.dumps({k: profile.settings.get(k) for k in keys}, sort_keys=True).encode())
     if profile.collection_source == "snapshot":
         with open(profile.path("snapshot_path"), "rb") as fh:
