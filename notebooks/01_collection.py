@@ -42,8 +42,8 @@ source_ids = None    # a list of arXiv ids that must be sources (for your own qu
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib import plots
-from lib.collection import make_collection
+from lib.data.collection import make_collection
+from lib.report import plots
 from lib.config import ROOT, notebook_profile
 
 cfg = notebook_profile(globals())

@@ -44,14 +44,15 @@ user_questions_path = None
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib import pipeline, plots
+from lib import pipeline
+from lib.report import plots
 from lib.config import ROOT, notebook_profile
-from lib.questions import copied_ngrams, words
+from lib.data.questions import copied_ngrams, words
 
 cfg = notebook_profile(globals())
 papers = pipeline.collection(cfg)
 if cfg.questions_source == "generate":
-    from lib.question_gen import generate_for_profile
+    from lib.data.question_gen import generate_for_profile
 
     generate_for_profile(cfg, papers)
 qs = pd.DataFrame(pipeline.all_questions(cfg, papers))

@@ -33,13 +33,11 @@ llm_backend = None      # None: the profile's (offline: replay); local or anthro
 question_form = None    # full | short
 
 # %%
-from IPython.display import Markdown, display
-
 from lib import pipeline
 from lib.config import notebook_profile
 
 cfg = notebook_profile(globals())
-out = pipeline.run(cfg, "multiquery", runs=runs)
+page = pipeline.design_page(cfg, "multiquery", runs=runs)
 
 # %% [markdown]
 # ## Summary of the saved runs
@@ -48,10 +46,10 @@ out = pipeline.run(cfg, "multiquery", runs=runs)
 # run reports the recorded time).
 
 # %%
-pipeline.design_summary(cfg, "multiquery")
+page["summary"]
 
 # %% [markdown]
 # Which profile, models and backend produced each saved run:
 
 # %%
-pipeline.provenance_table(cfg, "multiquery")
+page["provenance"]

@@ -33,12 +33,15 @@ import json
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib import pipeline, plots, scores
-from lib.config import ROOT, notebook_profile, write_json
+from lib import pipeline
+from lib.config import ROOT, notebook_profile
+from lib.evaluation import scores
+from lib.io import write_json
+from lib.report import plots
 
 cfg = notebook_profile(globals())
 rdir = pipeline.results_dir(cfg)
-sc = scores.load_scored(cfg)
+sc = pipeline.load_scored(cfg)
 qs, pq_all, pq, common, partial = sc.questions, sc.pq_all, sc.pq, sc.common, sc.partial
 runs_saved = pq_all.groupby(["design", "run"]).qid.count().rename("questions answered").reset_index()
 runs_saved["scored"] = [(d, r) not in set(partial) for d, r in zip(runs_saved.design, runs_saved.run)]
@@ -104,7 +107,7 @@ write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.que
                                     "questions_reviewed": len(qs), "questions_scored": len(common),
                                     "headroom": head, "designs": summary.to_dict(orient="records"),
                                     "provenance": {d: pipeline.provenance_table(cfg, d).to_dict(orient="records")
-                                                   for d in pipeline.DESIGNS}})
+                                                   for d in pipeline.design_names()}})
 expected = rdir / "expected_scores.json"
 drift = scores.check_drift(summary, expected) if expected.exists() else None
 if drift is None:

@@ -29,12 +29,13 @@ question_form = None
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib import failures, scores
+from lib import pipeline
 from lib.config import notebook_profile
+from lib.evaluation import failures
 
 pd.set_option("display.max_colwidth", 200)
 cfg = notebook_profile(globals())
-sc = scores.load_scored(cfg)
+sc = pipeline.load_scored(cfg)
 qtext = {q.qid: q.text for q in sc.questions}
 pq, results = sc.pq, sc.results
 

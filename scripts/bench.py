@@ -17,11 +17,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from lib import pipeline  # noqa: E402
-from lib.bench import encoder_flops, padded_flops, peak_gflops, timed  # noqa: E402
-from lib.config import ROOT, load_profile, write_json  # noqa: E402
-from lib.index import paper_text  # noqa: E402
-from lib.metrics import mrr_at_k  # noqa: E402
-from lib.rerank import CrossEncoderScorer  # noqa: E402
+from lib.report.bench import encoder_flops, padded_flops, peak_gflops, timed  # noqa: E402
+from lib.config import ROOT, load_profile  # noqa: E402
+from lib.io import write_json  # noqa: E402
+from lib.data.papers import paper_text  # noqa: E402
+from lib.evaluation.metrics import mrr_at_k  # noqa: E402
+from lib.search.fusion import order_by_score  # noqa: E402
+from lib.search.rerank import CrossEncoderScorer  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 torch.set_num_threads(THREADS)
@@ -80,7 +82,7 @@ if "--models" in sys.argv:  # embedding, dense search and rerank variants, measu
             t0 = time.perf_counter()
             s = sc.predict(pairs)
             times.append(time.perf_counter() - t0)
-            orders[q.qid] = [c for _, c in sorted(zip(s, cands[q.qid]), key=lambda x: (-x[0], x[1]))]
+            orders[q.qid] = order_by_score(cands[q.qid], s)
         ctok = m.tokenizer
         lens = sorted(min(len(ctok(q.text, by_id[c])["input_ids"]), max_length) for q in bench_qs for c in cands[q.qid])
         cfgm = m.config

@@ -5,7 +5,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib import pipeline  # noqa: E402
 from lib.config import ROOT, load_profile  # noqa: E402
-from lib.report import build_index  # noqa: E402
+from lib.report.index_page import build_index  # noqa: E402
 
 name = sys.argv[1] if len(sys.argv) > 1 else "offline"
 cfg = load_profile(name)

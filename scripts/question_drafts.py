@@ -12,6 +12,8 @@ drafts, and the assembled CSV with the independent reviews.
       4-gram title copies, lengths by style, ids and styles against the packet
   python scripts/question_drafts.py assemble DRAFTS_DIR OUT_CSV GENERATOR
       partN.csv + reviewN.csv -> OUT_CSV (fails if a question copies 4+ title words)
+  python scripts/question_drafts.py assemble-twopart DRAFTS_DIR OUT_CSV GENERATOR
+      the same for two-part questions (source_ids: two ids joined by ";"; either title is checked)
 
 The bundled set was made this way (data/question_drafts -> data/questions.csv, GENERATOR below).
 """
@@ -21,10 +23,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from lib.collection import DataError, read_collection  # noqa: E402
+from lib.data.papers import read_collection  # noqa: E402
+from lib.errors import DataError  # noqa: E402
 from lib.config import load_profile  # noqa: E402
-from lib.question_gen import neighbours_from_manifest  # noqa: E402
-from lib.questions import copied_ngrams, style_for, words, write_questions  # noqa: E402
+from lib.data.question_gen import neighbours_from_manifest  # noqa: E402
+from lib.data.questions import copied_ngrams, style_for, words, write_questions  # noqa: E402
 
 BUNDLED_GENERATOR = "claude-authoring-session (LLM, title+abstract only; reviewed by a separate LLM pass)"
 
@@ -49,7 +52,8 @@ def packets(profile_name: str, drafts: Path, prefix: str, per_packet: int = 55) 
 
 
 def twopart_packets(profile_name: str, drafts: Path, n: int, per_packet: int = 40) -> None:
-    from lib.collection import Paper, tfidf_neighbours
+    from lib.data.collection import tfidf_neighbours
+    from lib.data.papers import Paper
 
     cfg = load_profile(profile_name)
     papers = read_collection(cfg.data_dir / "collection.jsonl")
@@ -68,7 +72,7 @@ def twopart_packets(profile_name: str, drafts: Path, n: int, per_packet: int = 4
         pairs.append((sid, partner))
         if len(pairs) == n:
             break
-    pool = [Paper(p["id"], p["title"], p["abstract"], tuple(p["categories"]), p["first_seen"]) for p in papers]
+    pool = [Paper.from_row(p) for p in papers]
     near = tfidf_neighbours(pool, [i for pair in pairs for i in pair], 5)
     items = []
     for j, (a, b) in enumerate(pairs):
@@ -144,12 +148,47 @@ def assemble(drafts: Path, out: Path, generator: str) -> list[dict]:
     return rows
 
 
+def assemble_twopart(drafts: Path, out: Path, generator: str) -> list[dict]:
+    import csv as _csv
+
+    from lib.io import write_text
+
+    rows = []
+    for packet_path in sorted(drafts.glob("packet*.json"), key=lambda p: int(p.stem[6:])):
+        k = packet_path.stem[6:]
+        packet = {p["qid"]: p for p in json.loads(packet_path.read_text())}
+        reviews = {r["qid"]: r for r in csv.DictReader(open(drafts / f"review{k}.csv", newline="", encoding="utf-8"))}
+        part = drafts / f"part{k}.csv"
+        for row_no, q in enumerate(csv.DictReader(open(part, newline="", encoding="utf-8")), start=2):
+            item, rv = packet[q["qid"]], reviews.get(q["qid"])
+            if rv is None:
+                raise DataError(f"{drafts / f'review{k}.csv'}: no review for {q['qid']}")
+            if q["source_ids"] != ";".join(item["source_ids"]):
+                raise DataError(f"{part}: row {row_no}: field 'source_ids' differs from the packet")
+            for field in ("question", "short"):
+                copied = [c for paper in item["papers"] for c in copied_ngrams(paper["title"], q[field])]
+                if copied:
+                    raise DataError(f"{part}: row {row_no}: field {field!r} copies title words {copied}")
+            rows.append({**q, "ok": int(rv["ok"]), "review_note": rv["review_note"], "generator": generator})
+    import io as _io
+
+    buf = _io.StringIO()
+    w = _csv.DictWriter(buf, fieldnames=["qid", "source_ids", "question", "short", "ok", "review_note", "generator"])
+    w.writeheader()
+    w.writerows(rows)
+    write_text(out, buf.getvalue())
+    print(f"{out}: {len(rows)} questions, {sum(r['ok'] for r in rows)} ok")
+    return rows
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "packets":
         packets(args[0], Path(args[1]), args[2], *(int(a) for a in args[3:]))
     elif cmd == "twopart-packets":
         twopart_packets(args[0], Path(args[1]), *(int(a) for a in args[2:]))
+    elif cmd == "assemble-twopart":
+        assemble_twopart(Path(args[0]), Path(args[1]), args[2])
     elif cmd == "check":
         sys.exit(1 if check(Path(args[0]), Path(args[1])) else 0)
     elif cmd == "assemble":

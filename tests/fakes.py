@@ -1,5 +1,5 @@
 """Small scripted stand-ins used by the tests (a searcher over fixed lists, a scripted LLM)."""
-from lib.index import Hit
+from lib.search.dense import Hit
 from lib.llm import LLMResponse
 
 

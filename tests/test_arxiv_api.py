@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lib import arxiv_api
-from lib.arxiv_api import (ArxivAPIError, RateLimiter, cache_path, fetch, fetch_window, parse_feed, query_url,
+from lib.data import arxiv_api
+from lib.data.arxiv_api import (ArxivAPIError, RateLimiter, cache_path, fetch, fetch_window, parse_feed, query_url,
                            search_query)
-from lib.collection import DataError
+from lib.errors import DataError
 
 FIXTURE = Path(__file__).parent / "data" / "arxiv_response.xml"
 TEXT = FIXTURE.read_text(encoding="utf-8")

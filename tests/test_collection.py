@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from lib.collection import (DataError, build_collection, draw_sources, eligible_sources, is_new_submission,
+from lib.errors import DataError
+from lib.data.collection import (build_collection, draw_sources, eligible_sources, is_new_submission,
                             read_papers, tfidf_neighbours, Paper)
 
 
@@ -100,7 +101,7 @@ def test_given_sources_are_included(snapshot):
 
 
 def test_make_collection_is_cached_by_its_inputs(tmp_path, monkeypatch):
-    import lib.collection as col
+    import lib.data.collection as col
     from lib.config import load_profile
 
     cfg = load_profile("pilot", data_dir=str(tmp_path), n_papers=40, n_sources=3)

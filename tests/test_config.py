@@ -1,7 +1,8 @@
 import pytest
 
-from lib.config import ProfileError, load_profile, notebook_profile
-from lib.index import ModelUnavailable, load_sentence_transformer
+from lib.config import load_profile, notebook_profile
+from lib.errors import ModelUnavailable, ProfileError
+from lib.search.embedder import load_sentence_transformer
 from lib.llm import LLMError, make_llm
 
 

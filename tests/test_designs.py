@@ -2,9 +2,12 @@ import json
 
 import pytest
 
-from lib.designs import (AgentDesign, DenseDesign, MultiQueryDesign, Question, Result, parse_decision,
-                         parse_rewrites, read_results, run_design, run_designs, write_trec)
-from lib.fusion import rrf
+from lib.designs import Question, Result
+from lib.designs.agent import AgentDesign, parse_decision
+from lib.designs.dense import DenseDesign
+from lib.designs.multiquery import MultiQueryDesign, parse_rewrites
+from lib.runs import read_results, run_design, run_designs, write_trec
+from lib.search.fusion import rrf
 from lib.llm import LLMRequest, RecordedLLM, RecordStore, ReplayMiss
 from tests.fakes import ListSearcher, ScriptedLLM
 

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from lib.index import DenseIndex, DenseSearcher, Embedder, EmbeddingCache, text_key
+from lib.search.dense import DenseIndex, DenseSearcher
+from lib.search.embedder import Embedder, EmbeddingCache, text_key
 
 TEXTS = ["Sparse attention prunes the key value cache for long context decoding.",
          "Diffusion models for protein structure prediction.",

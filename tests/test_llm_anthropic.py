@@ -11,8 +11,10 @@ import anthropic
 import httpx2
 import pytest
 
-import lib.llm as llm_mod
-from lib.llm import (AnthropicBackend, LLMError, LLMRequest, RecordedLLM, RecordStore, ReplayMiss, make_llm,
+import lib.llm.anthropic_backend as llm_mod
+import lib.llm.records as records_mod
+from lib.llm.anthropic_backend import AnthropicBackend
+from lib.llm import (LLMError, LLMRequest, RecordedLLM, RecordStore, ReplayMiss, make_llm,
                      records_dir)
 
 DATA = Path(__file__).parent / "data"
@@ -170,7 +172,7 @@ def test_recorded_calls_replay_without_the_client(tmp_path):
 
 
 def test_replay_reads_what_the_anthropic_backend_recorded(tmp_path, monkeypatch):
-    monkeypatch.setattr(llm_mod, "RECORDS_DIR", tmp_path)
+    monkeypatch.setattr(records_mod, "RECORDS_DIR", tmp_path)
     client = FakeClient(reply_body("question_tutor_json"))
     recorder = RecordedLLM(AnthropicBackend(MODEL, client=client), RecordStore(records_dir("anthropic", MODEL)),
                            backend_name="anthropic", model=MODEL)
@@ -181,7 +183,7 @@ def test_replay_reads_what_the_anthropic_backend_recorded(tmp_path, monkeypatch)
 
 
 def test_replay_miss_on_an_empty_store(tmp_path, monkeypatch):
-    monkeypatch.setattr(llm_mod, "RECORDS_DIR", tmp_path)
+    monkeypatch.setattr(records_mod, "RECORDS_DIR", tmp_path)
     replay = make_llm("replay", MODEL, record_backend="anthropic")
     with pytest.raises(ReplayMiss, match="no recorded 'question' response") as info:
         replay.complete(REQUEST)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from lib.designs import Result
-from lib.metrics import mrr_at_k, paired_bootstrap, per_question, rank_of, recall_at_k
+from lib.evaluation.metrics import mrr_at_k, paired_bootstrap, per_question, rank_of, recall_at_k
 
 
 def test_recall_and_mrr_by_hand():

@@ -12,12 +12,13 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from lib.collection import DataError
-from lib.llm import AnthropicBackend, RecordedLLM, RecordStore
-from lib.question_gen import (MALFORMED_REVIEW, STYLE_INSTRUCTIONS, Review, count_events, generate_question_set,
+from lib.errors import DataError
+from lib.llm import RecordedLLM, RecordStore
+from lib.llm.anthropic_backend import AnthropicBackend
+from lib.data.question_gen import (MALFORMED_REVIEW, STYLE_INSTRUCTIONS, Review, count_events, generate_question_set,
                               neighbours_from_manifest, parse_question_reply, parse_review_reply,
                               question_request, review_question)
-from lib.questions import QUESTION_FIELDS, read_questions, write_questions
+from lib.data.questions import QUESTION_FIELDS, read_questions, write_questions
 
 DATA = Path(__file__).parent / "data"
 WRITER, REVIEWER = "claude-sonnet-4-5", "claude-haiku-4-5"

@@ -2,9 +2,9 @@ import csv
 
 import pytest
 
-from lib.collection import DataError
+from lib.errors import DataError
 from lib.config import ROOT
-from lib.questions import copied_ngrams, read_questions, style_for, words
+from lib.data.questions import copied_ngrams, read_questions, style_for, words
 
 
 def write(path, header, rows):

@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 
 from lib.designs import Result
-from lib.failures import added_words, agent_added_words, differing_cases
-from lib.metrics import per_question
-from lib.scores import check_drift, complete_questions, deltas, design_summary, expected_from, headroom, wins_losses
+from lib.evaluation.failures import added_words, agent_added_words, differing_cases
+from lib.evaluation.metrics import per_question
+from lib.evaluation.scores import check_drift, complete_questions, deltas, design_summary, expected_from, headroom, wins_losses
 
 SOURCES = {"q1": "s1", "q2": "s2", "q3": "s3", "q4": "s4"}
 
@@ -88,7 +88,7 @@ def test_added_words_and_their_effect(pq):
 
 
 def test_partial_runs_are_left_out_not_shrinking_the_comparison():
-    from lib.scores import partial_runs, scored_runs
+    from lib.evaluation.scores import partial_runs, scored_runs
 
     df = pd.DataFrame({"design": ["dense"] * 3 + ["agent"] * 5, "run": [1, 1, 1, 1, 1, 1, 2, 2],
                        "qid": ["q1", "q2", "q3", "q1", "q2", "q3", "q1", "q2"]})

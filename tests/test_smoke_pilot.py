@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from lib import pipeline, scores
-from lib.collection import make_collection, read_collection
+from lib import pipeline
+from lib.evaluation import scores
+from lib.data.collection import make_collection
+from lib.data.papers import read_collection
 from lib.config import ROOT, load_profile
 
 
@@ -25,9 +27,9 @@ def test_pilot_collection_is_reproduced(pilot):
 
 
 def test_pilot_scores_match_expected(pilot):
-    for design in pipeline.DESIGNS:
+    for design in pipeline.design_names():
         pipeline.run(pilot, design, progress=False)
-    summary = scores.summary_for_profile(pilot)
+    summary = pipeline.summary_for_profile(pilot)
     drift = scores.check_drift(summary, ROOT / "results" / "pilot" / "expected_scores.json")
     expected = json.loads((ROOT / "results" / "pilot" / "expected_scores.json").read_text())
     assert set(summary["design"]) == set(expected["designs"]), "a design is missing from the smoke run"

@@ -1,0 +1,93 @@
+"""Questions: one per source paper, in three rotating styles, checked for copied title words,
+reviewed against the source abstract and its nearest neighbours.
+"""
+from __future__ import annotations
+
+import csv
+import re
+import string
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import DataError
+
+STYLES = ("specific", "problem", "vague")
+QUESTION_FIELDS = ["qid", "source_id", "style", "question", "short", "ok", "review_note", "generator"]
+_PUNCT = re.compile(f"[{re.escape(string.punctuation)}\u2010-\u2015\u2018-\u201f]")
+
+
+def words(text: str) -> list[str]:
+    """Lowercase, strip punctuation, split on whitespace (the article's mechanical check)."""
+    return _PUNCT.sub(" ", text.lower()).split()
+
+
+def ngrams(tokens: list[str], n: int = 4) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def copied_ngrams(title: str, question: str, n: int = 4) -> list[str]:
+    """Runs of ``n`` consecutive title words that the question repeats (empty list: passes)."""
+    shared = ngrams(words(title), n) & ngrams(words(question), n)
+    return sorted(" ".join(g) for g in shared)
+
+
+def style_for(index: int) -> str:
+    """Styles rotate in draw order: specific, problem, vague, specific, ..."""
+    return STYLES[index % len(STYLES)]
+
+
+def qid_for(index: int) -> str:
+    return f"q{index + 1:03d}"
+
+
+def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, require_review: bool = True) -> list[dict]:
+    """Read a questions CSV; every row and field is checked, errors name file, row and field.
+
+    Required: qid, source_id, question. Optional: style, short, ok, review_note, generator.
+    A user's own file without ``ok`` counts every row as reviewed-ok (their responsibility).
+    """
+    known = set(known_ids) if known_ids is not None else None
+    rows: list[dict] = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        missing = [f for f in ("qid", "source_id", "question") if f not in header]
+        if missing:
+            raise DataError(f"{path}: header: missing column(s) {missing}; found {header}")
+        seen: set[str] = set()
+        for row_no, raw in enumerate(reader, start=2):  # row 1 is the header
+            if None in raw:
+                raise DataError(f"{path}: row {row_no}: more fields than columns in the header")
+            row = {k: (v or "").strip() for k, v in raw.items()}
+            for f in ("qid", "source_id", "question"):
+                if not row[f]:
+                    raise DataError(f"{path}: row {row_no}: field {f!r} is empty")
+            if row["qid"] in seen:
+                raise DataError(f"{path}: row {row_no}: field 'qid': duplicate qid {row['qid']!r}")
+            seen.add(row["qid"])
+            if known is not None and row["source_id"] not in known:
+                raise DataError(f"{path}: row {row_no}: field 'source_id': {row['source_id']!r} is not in the "
+                                f"collection (add it with the source_ids setting and rebuild the collection)")
+            style = row.get("style") or ""
+            if style and style not in STYLES:
+                raise DataError(f"{path}: row {row_no}: field 'style': {style!r} is not one of {STYLES}")
+            ok = row.get("ok", "1") if "ok" in header else "1"
+            if ok not in ("0", "1"):
+                raise DataError(f"{path}: row {row_no}: field 'ok' should be 0 or 1, got {ok!r}")
+            row["ok"] = int(ok)
+            row.setdefault("short", "")
+            row.setdefault("review_note", "")
+            row.setdefault("generator", "user")
+            row.setdefault("style", style)
+            rows.append(row)
+    return rows
+
+
+def write_questions(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=QUESTION_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)

@@ -1,0 +1,36 @@
+"""The retrieval designs, one file per design family, all behind the ``Design`` protocol and one
+``Result`` record (``base.py``). ``REGISTRY`` is the one list of designs, in the report's order:
+adding a design is one file here and one line below."""
+from __future__ import annotations
+
+from .agent import AgentDesign
+from .base import DEPTH, Design, LLMUse, Parts, Question, Result
+from .dense import DenseDesign
+from .multiquery import MultiQueryDesign
+from .rerank import RerankDesign
+
+REGISTRY: dict[str, type] = {
+    "dense": DenseDesign,
+    "rerank": RerankDesign,
+    "multiquery": MultiQueryDesign,
+    "agent": AgentDesign,
+}
+BASELINE = "dense"
+
+__all__ = ["BASELINE", "DEPTH", "Design", "LLMUse", "Parts", "Question", "REGISTRY", "Result", "design_class",
+           "design_names", "llm_design_names"]
+
+
+def design_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def llm_design_names() -> list[str]:
+    return [n for n, c in REGISTRY.items() if c.uses_llm]
+
+
+def design_class(name: str) -> type:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown design {name!r}; one of {design_names()}") from None

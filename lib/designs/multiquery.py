@@ -1,0 +1,66 @@
+"""Multi-query: the LLM writes 3 versions of the question; the original and the 3 versions are
+searched and the 4 lists fused by reciprocal rank fusion (k = 60; Cormack et al. 2009)."""
+from __future__ import annotations
+
+import re
+import time
+
+from ..llm import LLMRequest, RecordedLLM, prompts
+from ..search.fusion import rrf
+from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
+
+_NUMBERING = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|\(\d+\))\s*")
+
+
+def parse_rewrites(text: str, question: str, n: int = 3) -> list[str]:
+    """The first ``n`` distinct non-empty lines, numbering and quotes stripped, the original excluded."""
+    out: list[str] = []
+    seen = {question.strip().lower()}
+    for line in text.splitlines():
+        q = _NUMBERING.sub("", line).strip().strip('"').strip()
+        if q and q.lower() not in seen:
+            seen.add(q.lower())
+            out.append(q)
+        if len(out) == n:
+            break
+    return out
+
+
+class MultiQueryDesign:
+    name = "multiquery"
+    uses_llm = True
+    record_kind = "rewrite"
+    settings = EMBEDDER_SETTINGS + LLM_SETTINGS
+
+    def __init__(self, searcher, llm: RecordedLLM, style: str, k: int = 50, rrf_k: int = 60,
+                 n_rewrites: int = 3, temperature: float = 0.0, provenance: dict | None = None):
+        self.searcher, self.llm, self.style, self.k, self.rrf_k = searcher, llm, style, k, rrf_k
+        self.n_rewrites, self.temperature, self.provenance = n_rewrites, temperature, provenance or {}
+
+    @classmethod
+    def from_parts(cls, parts, provenance: dict) -> "MultiQueryDesign":
+        p = parts.profile
+        return cls(parts.searcher, parts.llm(), parts.prompt_style(), k=p.dense_k, rrf_k=p.rrf_k,
+                   temperature=p.llm_temperature, provenance=provenance)
+
+    def request(self, question: Question, run: int) -> LLMRequest:
+        user = prompts.REWRITE_USER.format(question=question.text)
+        if self.style == "local":
+            ex = prompts.REWRITE_USER.format(question=prompts.REWRITE_EXAMPLE_Q)
+            msgs = (("user", ex), ("assistant", prompts.REWRITE_EXAMPLE_A), ("user", user))
+            return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, msgs, 120, self.temperature, run,
+                              prompts.REWRITE_GRAMMAR, label=question.qid)
+        return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, (("user", user),), 200, self.temperature, run,
+                          label=question.qid)
+
+    def retrieve(self, question: Question, run: int = 1) -> Result:
+        start = time.perf_counter()
+        use = LLMUse(self.llm)
+        rewrites = parse_rewrites(use(self.request(question, run)), question.text, self.n_rewrites)
+        queries = [question.text] + rewrites
+        lists = [[h.id for h in hits] for hits in self.searcher.search_many(queries, self.k, progress=False)]
+        fused = [d for d, _ in rrf(lists, self.rrf_k)][:DEPTH]
+        reason = "" if len(rewrites) == self.n_rewrites else f"only {len(rewrites)} usable rewrites"
+        res = Result(question.qid, self.name, run, fused, len(queries), queries, 0.0, stop_reason=reason,
+                     provenance=self.provenance)
+        return use.fill(res, start)

@@ -1,0 +1,197 @@
+"""From saved runs to the report's numbers: per-design summaries, paired deltas against dense,
+headroom, wins and losses, and the drift check against the expected scores (the 2CR practice:
+Lin et al. 2022, "Building a culture of reproducibility in academic research")."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..designs import BASELINE, design_names, llm_design_names
+from ..runs import check_unique, read_results, run_files
+from .metrics import paired_bootstrap, per_question
+
+METRICS = ("recall_at_5", "mrr_at_10")
+DESIGN_ORDER = tuple(design_names())
+
+
+def load_runs(results_dir: Path, designs=DESIGN_ORDER) -> list:
+    """Every saved result under ``results_dir/<design>/run<k>.jsonl``; a file with a qid twice is refused."""
+    out = []
+    for d in designs:
+        for path in run_files(results_dir, d):
+            res = read_results(path)
+            check_unique(res, path)
+            out.extend(res)
+    return out
+
+
+def partial_runs(pq: pd.DataFrame) -> list[tuple[str, int]]:
+    """(design, run) pairs that answered fewer questions than that design's fullest run: runs
+    stopped part-way, which are left out of the scores rather than shrinking every comparison."""
+    counts = pq.groupby(["design", "run"])["qid"].nunique()
+    most = counts.groupby(level="design").max()
+    return [(d, int(r)) for (d, r), n in counts.items() if n < most[d]]
+
+
+def scored_runs(pq: pd.DataFrame) -> pd.DataFrame:
+    """The saved results without the partial runs."""
+    drop = set(partial_runs(pq))
+    keep = [(d, r) not in drop for d, r in zip(pq["design"], pq["run"])]
+    return pq[keep]
+
+
+def complete_questions(pq: pd.DataFrame, qids: list[str]) -> list[str]:
+    """Questions that every scored run of every design has answered (paired comparisons need them)."""
+    have = scored_runs(pq).groupby(["design", "run"])["qid"].apply(set)
+    common = set(qids)
+    for s in have:
+        common &= s
+    return [q for q in qids if q in common]
+
+
+def run_scores(pq: pd.DataFrame) -> pd.DataFrame:
+    """One row per design and run: means over questions, and usage (results/scores.csv)."""
+    g = pq.groupby(["design", "run"])
+    df = g.agg(questions=("qid", "count"), recall_at_5=("recall_at_5", "mean"), mrr_at_10=("mrr_at_10", "mean"),
+               searches=("searches", "mean"), latency_median_s=("latency_s", "median"),
+               latency_p90_s=("latency_s", lambda x: float(np.quantile(x, 0.9))), llm_calls=("llm_calls", "mean"),
+               tokens_in=("tokens_in", "mean"), tokens_out=("tokens_out", "mean"), cost_usd=("cost_usd", "mean"),
+               cost_total_usd=("cost_usd", "sum")).reset_index()
+    return _ordered(df)
+
+
+def _ordered(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["_o"] = df["design"].map({d: i for i, d in enumerate(DESIGN_ORDER)})
+    return df.sort_values(["_o", "run"] if "run" in df else ["_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+def design_summary(pq: pd.DataFrame) -> pd.DataFrame:
+    """Per design: mean over runs with the lowest and highest run, searches, latency, cost."""
+    rs = run_scores(pq)
+    rows = []
+    for d, g in rs.groupby("design", sort=False):
+        sub = pq[pq.design == d]
+        row = {"design": d, "runs": len(g), "questions": int(g["questions"].iloc[0])}
+        for m in METRICS:
+            row[m] = g[m].mean()
+            row[f"{m}_min"], row[f"{m}_max"] = g[m].min(), g[m].max()
+        row.update({"searches": sub["searches"].mean(), "latency_median_s": sub["latency_s"].median(),
+                    "latency_p90_s": float(np.quantile(sub["latency_s"], 0.9)),
+                    "llm_calls": sub["llm_calls"].mean(), "tokens_in": sub["tokens_in"].mean(),
+                    "tokens_out": sub["tokens_out"].mean(), "cost_usd_per_q": sub["cost_usd"].mean(),
+                    "cost_total_usd": g["cost_total_usd"].mean()})
+        for n in (1, 2, 3):
+            row[f"searches_{n}"] = float((sub["searches"] == n).mean())
+        rows.append(row)
+    return _ordered(pd.DataFrame(rows))
+
+
+def question_means(pq: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per question and design, the metric averaged over runs (qid x design)."""
+    return pq.pivot_table(index="qid", columns="design", values=metric, aggfunc="mean")
+
+
+def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
+    """Each design minus dense, paired on the same questions, with a 95% bootstrap range
+    (results/deltas.csv)."""
+    rows = []
+    for m in METRICS:
+        table = question_means(pq, m)
+        for d in DESIGN_ORDER:
+            if d == BASELINE or d not in table:
+                continue
+            pair = table[[BASELINE, d]].dropna()
+            delta, lo, hi = paired_bootstrap(pair[d].to_numpy(), pair[BASELINE].to_numpy(), n_resamples, seed)
+            rows.append({"design": d, "metric": m, "questions": len(pair), "delta": delta, "low": lo, "high": hi,
+                         "includes_zero": bool(lo <= 0 <= hi)})
+    return pd.DataFrame(rows)
+
+
+def headroom(pq: pd.DataFrame) -> dict:
+    """How many questions dense misses at 5: the largest possible recall@5 gain."""
+    dense = pq[pq.design == BASELINE]
+    misses = int((dense["recall_at_5"] == 0).sum())
+    return {"questions": int(len(dense)), "dense_misses_at_5": misses,
+            "max_recall_gain": misses / len(dense) if len(dense) else float("nan"),
+            "dense_misses_at_10": int((dense["mrr_at_10"] == 0).sum())}
+
+
+def wins_losses(pq: pd.DataFrame) -> pd.DataFrame:
+    """Per design and run: questions found at 5 by it and not by dense (wins), and the reverse."""
+    dense = pq[pq.design == BASELINE].set_index("qid")["recall_at_5"]
+    rows = []
+    for (d, run), g in pq[pq.design != BASELINE].groupby(["design", "run"]):
+        r = g.set_index("qid")["recall_at_5"]
+        common = r.index.intersection(dense.index)
+        rows.append({"design": d, "run": run, "wins": int(((r[common] == 1) & (dense[common] == 0)).sum()),
+                     "losses": int(((r[common] == 0) & (dense[common] == 1)).sum())})
+    return _ordered(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=["design", "run", "wins", "losses"])
+
+
+def losses_by_runs(pq: pd.DataFrame) -> pd.DataFrame:
+    """For LLM designs: questions dense finds at 5 that the design lost in 1, 2 or all 3 runs."""
+    dense = pq[pq.design == BASELINE].set_index("qid")["recall_at_5"]
+    rows = []
+    for d in llm_design_names():
+        g = pq[pq.design == d]
+        if g.empty:
+            continue
+        lost = g[g["recall_at_5"] == 0].groupby("qid")["run"].nunique()
+        lost = lost[lost.index.isin(dense[dense == 1].index)]
+        rows.append({"design": d, "runs": int(g["run"].nunique()),
+                     **{f"lost_in_{n}_runs": int((lost == n).sum()) for n in (1, 2, 3)}})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- drift (2CR)
+def check_drift(summary: pd.DataFrame, expected_path: Path, tol: float = 1e-6) -> pd.DataFrame:
+    """Compare each design's scores with the checked-in expected scores; one row per value."""
+    expected = json.loads(Path(expected_path).read_text())
+    rows = []
+    for _, r in summary.iterrows():
+        exp = expected.get("designs", {}).get(r["design"])
+        for m in METRICS:
+            want = None if exp is None else exp.get(m)
+            got = float(r[m])
+            rows.append({"design": r["design"], "metric": m, "expected": want, "got": got,
+                         "drift": None if want is None else got - want,
+                         "status": "no expectation" if want is None else ("ok" if abs(got - want) <= tol else "DRIFT")})
+    return pd.DataFrame(rows)
+
+
+def expected_from(summary: pd.DataFrame, profile: str) -> dict:
+    return {"profile": profile, "designs": {r["design"]: {m: round(float(r[m]), 6) for m in METRICS}
+                                            | {"questions": int(r["questions"]), "runs": int(r["runs"])}
+                                            for _, r in summary.iterrows()}}
+
+
+@dataclass
+class Scored:
+    """What the scores are computed from: the reviewed questions, every saved per-question row,
+    and the rows and results that are scored (complete runs, questions every one of them answered)."""
+
+    questions: list
+    pq_all: pd.DataFrame
+    partial: list[tuple[str, int]]
+    common: list[str]
+    pq: pd.DataFrame
+    results: list
+
+
+def load_scored(questions: list, results_dir: Path) -> Scored:
+    """Saved runs under ``results_dir`` for these questions, restricted the one way every table of
+    the report uses."""
+    results = load_runs(results_dir)
+    pq_all = per_question(results, {q.qid: q.source_id for q in questions})
+    partial = partial_runs(pq_all)
+    common = complete_questions(pq_all, [q.qid for q in questions])
+    keep = set(common)
+    pq = scored_runs(pq_all)
+    pq = pq[pq.qid.isin(keep)].copy()
+    scored = [r for r in results if r.qid in keep and (r.design, r.run) not in set(partial)]
+    return Scored(questions, pq_all, partial, common, pq, scored)

@@ -1,0 +1,139 @@
+"""Files the project writes and reads back: atomic writes, JSON-lines read strictly, appends that
+survive an interruption, and a lock that keeps two writers out of one file."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from .errors import DataError
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write a file atomically: a temporary file beside it, renamed into place (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write a text file atomically (UTF-8)."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """Write JSON atomically, keys sorted, one trailing newline."""
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(path: Path, objs: Iterable[Any]) -> Path:
+    """Write a whole JSON-lines file atomically."""
+    return write_text(path, "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs))
+
+
+def read_jsonl(path: Path, parse: Callable[[dict], Any] = lambda o: o, *, torn_tail_ok: bool = False) -> list:
+    """Every line of a JSON-lines file, parsed; never writes.
+
+    A line that is not valid JSON (or that ``parse`` rejects) is a :class:`DataError` naming the
+    file and line, except an unterminated *last* line when ``torn_tail_ok`` (an interrupted
+    append, which the resuming writer repairs): it is left out.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    out = []
+    for no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        out.append(_parse_line(path, no, line, parse))
+    if tail.strip():
+        if not torn_tail_ok:
+            raise DataError(f"{path}: line {len(lines) + 1}: unterminated last line (an interrupted write?)")
+    return out
+
+
+def _parse_line(path: Path, no: int, line: bytes, parse: Callable[[dict], Any]) -> Any:
+    try:
+        return parse(json.loads(line))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"{path}: line {no}: not a valid record ({type(exc).__name__}: {exc})") from exc
+
+
+def torn_tail(path: Path) -> int:
+    """Bytes after the last newline of a file (an append that was cut off), 0 if none."""
+    path = Path(path)
+    if not path.exists() or not path.stat().st_size:
+        return 0
+    data = path.read_bytes()
+    return len(data) - (data.rfind(b"\n") + 1)
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut an unterminated last line off a JSON-lines file (writers only); returns bytes removed."""
+    n = torn_tail(path)
+    if n:
+        with open(path, "r+b") as fh:
+            fh.truncate(path.stat().st_size - n)
+    return n
+
+
+class LockedError(RuntimeError):
+    """Another process is writing the same file."""
+
+
+@contextmanager
+def locked(path: Path, wait: bool = False) -> Iterator[None]:
+    """An exclusive lock on ``<path>.lock`` for the time of a write (fcntl; released when the process
+    ends, even if killed), so two writers never append to one file at once. Without ``wait`` a
+    file already locked is an error at once."""
+    lock = Path(path).with_name(Path(path).name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(lock, "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError as exc:
+        fh.close()
+        raise LockedError(f"{path}: another run is writing this file (lock {lock.name}); wait for it to finish") from exc
+    try:
+        yield
+    finally:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+class Appender:
+    """Appends JSON lines, each flushed and synced, so an interrupted run loses at most the line
+    being written (which :func:`repair_torn_tail` removes before the next append)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(self.path, "a", encoding="utf-8")
+
+    def write(self, obj: Any) -> None:
+        self.fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self) -> "Appender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

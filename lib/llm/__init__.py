@@ -1,0 +1,29 @@
+"""The LLM layer: backends behind one interface (``anthropic``: the article's models through the
+official SDK; ``local``: a small GGUF model run by llama.cpp on the CPU; ``replay``: recorded
+responses only), and a record of every call, so reruns replay instead of calling a model again."""
+from __future__ import annotations
+
+from .base import LLMError, LLMRequest, LLMResponse, ReplayMiss, cost_usd, load_prices
+from .records import RecordedLLM, RecordStore, records_dir
+
+__all__ = ["LLMError", "LLMRequest", "LLMResponse", "ReplayMiss", "RecordStore", "RecordedLLM", "cost_usd",
+           "load_prices", "make_llm", "records_dir"]
+
+
+def make_llm(backend: str, model: str, record_backend: str | None = None) -> RecordedLLM:
+    """The recorded LLM for a profile: ``replay`` reads the records of ``record_backend``."""
+    if backend == "replay":
+        source = record_backend or "local"
+        return RecordedLLM(None, RecordStore(records_dir(source, model)), backend_name=f"replay:{source}",
+                           model=model)
+    if backend == "anthropic":
+        from .anthropic_backend import AnthropicBackend
+
+        return RecordedLLM(AnthropicBackend(model), RecordStore(records_dir("anthropic", model)),
+                           backend_name="anthropic", model=model)
+    if backend == "local":
+        from .local_backend import LocalBackend
+
+        return RecordedLLM(LocalBackend(model), RecordStore(records_dir("local", model)),
+                           backend_name="local", model=model)
+    raise LLMError(f"unknown llm_backend {backend!r} (replay | local | anthropic)")

@@ -1,0 +1,85 @@
+"""The record of every LLM call (request hash -> response, usage, latency), and the recorded LLM
+that answers from it when it can: reruns replay instead of calling a model again."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ..config import ROOT
+from ..io import Appender, locked, read_jsonl, repair_torn_tail
+from .base import Backend, LLMRequest, LLMResponse, ReplayMiss
+
+RECORDS_DIR = ROOT / "data" / "llm_records"
+
+
+class RecordStore:
+    """Append-only JSON-lines store of calls, one file per backend/model and kind.
+
+    Reading never writes: a bad line is an error naming the file and line, except an unterminated
+    last line (an interrupted append), which is left out and cut off by the next append.
+    """
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self._cache: dict[str, dict[str, dict]] = {}
+        self._lock = threading.Lock()
+
+    def file(self, kind: str) -> Path:
+        return self.directory / f"{kind}.jsonl"
+
+    def records(self, kind: str) -> dict[str, dict]:
+        """Every recorded call of a kind, by request key."""
+        if kind not in self._cache:
+            self._cache[kind] = {rec["key"]: rec for rec in read_jsonl(self.file(kind), torn_tail_ok=True)}
+        return self._cache[kind]
+
+    def get(self, request: LLMRequest) -> dict | None:
+        return self.records(request.kind).get(request.key())
+
+    def put(self, request: LLMRequest, response: LLMResponse) -> None:
+        rec = {"key": request.key(), "kind": request.kind, "run": request.run,
+               "request": {"system": request.system, "messages": request.messages,
+                           "max_tokens": request.max_tokens, "temperature": request.temperature,
+                           "grammar": request.grammar},
+               "response": {k: v for k, v in asdict(response).items() if k != "replayed"},
+               "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        path = self.file(request.kind)
+        with self._lock, locked(path, wait=True):
+            repair_torn_tail(path)
+            with Appender(path) as out:
+                out.write(rec)
+            self.records(request.kind)[rec["key"]] = rec
+
+    def count(self, kind: str) -> int:
+        return len(self.records(kind))
+
+
+def records_dir(backend: str, model: str) -> Path:
+    return RECORDS_DIR / f"{backend}__{model.replace('/', '_')}"
+
+
+class RecordedLLM:
+    """Answers from the record when it can; otherwise asks the backend and records the answer."""
+
+    def __init__(self, backend: Backend | None, store: RecordStore, *, backend_name: str, model: str):
+        self.backend, self.store = backend, store
+        self.name, self.model = backend_name, model
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        rec = self.store.get(request)
+        if rec is not None:
+            r = rec["response"]
+            return LLMResponse(**{**r, "replayed": True})
+        if self.backend is None:
+            where = self.store.file(request.kind)
+            where = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+            about = f"question {request.label}, " if request.label else ""
+            raise ReplayMiss(f"no recorded {request.kind!r} response for {about}run {request.run} in {where} "
+                             "(the request differs from every recorded one: a changed question, prompt or setting). "
+                             "Record it by running with llm_backend local (after `make local-llm`) or anthropic "
+                             "(with ANTHROPIC_API_KEY), e.g. make notebook NB=05 PARAMS=\"-p llm_backend local\"")
+        response = self.backend.complete(request)
+        self.store.put(request, response)
+        return response

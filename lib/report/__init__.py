@@ -1,0 +1,1 @@
+"""The report: charts, the index page, and the speed measurements' helpers."""

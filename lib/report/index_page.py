@@ -1,0 +1,155 @@
+"""The report's index page: the headline table, the two charts and the plain-language answer,
+all generated from the saved scores, with links to every rendered notebook."""
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import ROOT
+
+NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
+
+
+def notebook_titles(path: Path = NOTEBOOK_LIST) -> dict[str, str]:
+    """The report's notebooks in order, name -> title: the one list the Makefile runs and the index links."""
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {name: title for name, title in rows}
+
+
+def headline_table(results_dir: Path) -> pd.DataFrame:
+    """recall@5 and MRR@10 with their ranges, searches, cost and latency per design."""
+    summary = json.loads((results_dir / "summary.json").read_text())
+    deltas = pd.read_csv(results_dir / "deltas.csv")
+    rows = []
+    for d in summary["designs"]:
+        row = {"design": d["design"], "runs": d["runs"], "questions": d["questions"]}
+        for m, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")):
+            cell = f"{d[m]:.3f}"
+            if d["runs"] > 1:
+                cell += f" (runs {d[m + '_min']:.3f}–{d[m + '_max']:.3f})"
+            row[label] = cell
+            dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)]
+            row[f"{label} − dense [95% range]"] = ("—" if dl.empty else
+                                                   f"{dl.delta.iloc[0]:+.3f} [{dl.low.iloc[0]:+.3f}, {dl.high.iloc[0]:+.3f}]")
+        row["searches / q"] = f"{d['searches']:.2f}"
+        row["cost / q (USD)"] = f"{d['cost_usd_per_q']:.5f}"
+        row["latency median (s)"] = f"{d['latency_median_s']:.2f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plain_answer(results_dir: Path) -> str:
+    """The answer the numbers support, in words, generated from deltas.csv and summary.json."""
+    summary = json.loads((results_dir / "summary.json").read_text())
+    deltas = pd.read_csv(results_dir / "deltas.csv")
+    head = summary["headroom"]
+    parts = [f"On {summary['questions_scored']} reviewed questions, dense search alone finds the source paper in its "
+             f"top 5 for all but {head['dense_misses_at_5']} (the most any design could gain in recall@5 is "
+             f"{head['max_recall_gain']:.3f})."]
+    for d in ("rerank", "multiquery", "agent"):
+        sub = deltas[deltas.design == d]
+        if sub.empty:
+            continue
+        bits = []
+        for _, r in sub.iterrows():
+            label = "recall@5" if r.metric == "recall_at_5" else "MRR@10"
+            verdict = ("no difference the data can tell from zero" if r.includes_zero else
+                       ("better than dense" if r.delta > 0 else "worse than dense"))
+            bits.append(f"{label} {r.delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]: {verdict}")
+        parts.append(f"**{d}** vs dense: " + "; ".join(bits) + ".")
+    agent = [x for x in summary["designs"] if x["design"] == "agent"]
+    if agent:
+        a = agent[0]
+        parts.append(f"The agent searched {a['searches']:.2f} times per question on average "
+                     f"(stopped after one search in {a['searches_1']:.0%} of cases).")
+        sub = deltas[(deltas.design == "agent")]
+        if not sub.empty and sub.includes_zero.all():
+            parts.append("So in this setting an agent that can search again did **not** find measurably better "
+                         "evidence than plain search.")
+        elif not sub.empty and (sub.delta > 0).all() and not sub.includes_zero.any():
+            parts.append("So in this setting the agent found measurably better evidence than plain search.")
+        elif not sub.empty and (sub.delta < 0).all() and not sub.includes_zero.any():
+            parts.append("So in this setting the agent found measurably worse evidence than plain search.")
+    if summary.get("profile") != "article":
+        parts.append("These numbers come from the offline profile's parts, not the article's (see "
+                     "\"What differs from the article\" below): a 1.5B local model in place of Claude Haiku, "
+                     "and a reranker trained here.")
+    return " ".join(parts)
+
+
+def _provenance_lines(results_dir: Path) -> str:
+    summary = json.loads((results_dir / "summary.json").read_text())
+    out = []
+    for design, rows in summary["provenance"].items():
+        most = max((r["questions"] for r in rows), default=0)
+        for r in rows:
+            items = ", ".join(f"{k}: {v}" for k, v in r.items() if k not in ("run file",))
+            note = " <b>(stopped part-way: saved, not scored)</b>" if r["questions"] < most else ""
+            out.append(f"<li><code>{html.escape(r['run file'])}</code>: {html.escape(items)}{note}</li>")
+    return "\n".join(out)
+
+
+def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list[Path], bench: Path | None = None) -> Path:
+    """Write ``report/index.html``; figures are copied next to it."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "figures").mkdir(exist_ok=True)
+    imgs = []
+    for f in figures:
+        if f.exists():
+            shutil.copy(f, report_dir / "figures" / f.name)
+            imgs.append(f'<img src="figures/{f.name}" alt="{f.stem}" style="max-width:100%">')
+    table = headline_table(results_dir).to_html(index=False, escape=True, border=0, classes="headline")
+    links = "\n".join(f'<li><a href="{nb}.html">{title}</a></li>' for nb, title in notebook_titles().items()
+                      if (report_dir / f"{nb}.html").exists())
+    bench_html = ""
+    if bench is not None and bench.exists():
+        b = json.loads(bench.read_text())
+        rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v.get('summary', '')))}</td></tr>"
+                       for k, v in b.get("steps", {}).items())
+        bench_html = f"<h2>Speed (results/bench.json)</h2><table>{rows}</table>"
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>Does an agent that can search again find better evidence?</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}}
+table{{border-collapse:collapse;font-size:14px}}td,th{{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left}}</style></head><body>
+<h1>Does an agent that can search again find better evidence than plain search?</h1>
+<p>Profile <b>{html.escape(profile)}</b>. Every number on this page is computed from <code>results/</code> by notebook 07.</p>
+<h2>Headline</h2>{table}
+<h2>The answer the numbers support</h2><p>{_md_bold(plain_answer(results_dir))}</p>
+<h2>Charts</h2>{''.join(imgs)}
+<h2>Which models and backends produced each run</h2><ul>{_provenance_lines(results_dir)}</ul>
+<h2>What differs from the article</h2><ul>{_differences(profile)}</ul>
+{bench_html}
+<h2>The notebooks</h2><ol style="list-style:none;padding-left:0">{links}</ol>
+</body></html>"""
+    out = report_dir / "index.html"
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def _differences(profile: str) -> str:
+    """The stated differences between this profile's parts and the article's."""
+    from ..config import load_profile
+    from ..llm.prompts import PROMPT_DIFFERENCES
+
+    cfg = load_profile(profile)
+    if cfg.llm_backend == "anthropic":
+        return "<li>None: the article's parts (arXiv API, hub models, Anthropic).</li>"
+    items = [f"Embedder {cfg.embedder} (PyPI package {cfg.embedder_backend}) instead of BAAI/bge-small-en-v1.5.",
+             f"Reranker: a MiniLM cross-encoder trained in this project ({cfg.reranker}, truncation "
+             f"{cfg.reranker_max_length} tokens), not cross-encoder/ms-marco-MiniLM-L-6-v2: notebook 4 shows its "
+             "training data and held-out quality.",
+             f"LLM: {cfg.llm_model} run by llama.cpp on the CPU (replayed from data/llm_records/), not Claude Haiku; "
+             f"sampling temperature {cfg.llm_temperature}, one seed per call.",
+             "Prompts: " + PROMPT_DIFFERENCES["local"],
+             "Questions: the bundled set written and reviewed by a language model in the authoring session "
+             "(data/README.md), not generated through the API."]
+    return "".join(f"<li>{html.escape(i)}</li>" for i in items)
+
+
+def _md_bold(text: str) -> str:
+    import re
+
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))

@@ -1,0 +1,140 @@
+"""Run files: one ``<results>/<design>/run<k>.jsonl`` per design and run, one :class:`Result` per
+line, appended as each question is answered; resumed, read, checked and exported (TREC) here.
+
+A saved result is reused only when its ``inputs`` key matches what would be computed now (question
+text, source, design settings, models, backend, run); otherwise the run is refused with what
+changed. Reading never writes; only the resuming writer repairs a torn last line, under a lock.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tqdm import tqdm
+
+from .designs import Design, Question, Result
+from .errors import DataError
+from .io import Appender, locked, read_jsonl, repair_torn_tail, write_text
+
+# provenance entries that say how a result was obtained but not what it depends on
+NOT_INPUTS = ("profile", "llm_backend")
+
+
+class StaleResults(DataError):
+    """Saved results were produced from other inputs than the ones asked for now."""
+
+
+def run_path(results_dir: Path, design: str, run: int) -> Path:
+    return Path(results_dir) / design / f"run{run}.jsonl"
+
+
+def run_files(results_dir: Path, design: str) -> list[Path]:
+    """A design's run files, by run number."""
+    paths = Path(results_dir, design).glob("run*.jsonl")
+    return sorted((p for p in paths if p.stem[3:].isdigit()), key=lambda p: int(p.stem[3:]))
+
+
+def inputs_key(design: str, run: int, question: Question, provenance: dict) -> str:
+    """The key of everything a result depends on."""
+    blob = {"design": design, "run": run, "qid": question.qid, "question": question.text,
+            "source_id": question.source_id, "settings": {k: v for k, v in provenance.items() if k not in NOT_INPUTS}}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:24]
+
+
+def read_results(path: Path) -> list[Result]:
+    """The results saved in one run file; never writes. A bad line is an error naming the file and
+    line; an unterminated last line (an interrupted append) is left out."""
+    return read_jsonl(path, Result.from_json, torn_tail_ok=True)
+
+
+def check_unique(results: Sequence[Result], path: Path) -> None:
+    seen: set[str] = set()
+    for r in results:
+        if r.qid in seen:
+            raise DataError(f"{path}: qid {r.qid!r} appears more than once (two writers at once?); "
+                            "remove the duplicate lines or the file and run again")
+        seen.add(r.qid)
+
+
+def what_changed(saved: Result, question: Question, provenance: dict) -> str:
+    """In words: why a saved result does not match the inputs asked for now."""
+    diffs = []
+    if saved.queries and saved.queries[0] != question.text:
+        diffs.append(f"question text ({saved.queries[0][:60]!r} -> {question.text[:60]!r})")
+    old = saved.provenance or {}
+    for k in sorted(set(old) | set(provenance)):
+        if k not in NOT_INPUTS and old.get(k) != provenance.get(k):
+            diffs.append(f"{k} ({old.get(k)!r} -> {provenance.get(k)!r})")
+    return ", ".join(diffs) or "source paper or run"
+
+
+def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: int, results_dir: Path,
+                progress: bool = True) -> dict[str, list[Result]]:
+    """Answer, question by question, every question a design has not saved yet for this run
+    (several designs interleaved, so partial runs cover the same questions), appending to
+    ``<results>/<design>/run<run>.jsonl``. A killed run resumes with nothing lost or repeated.
+
+    Refuses (:class:`StaleResults`) when a saved result for one of these questions was computed
+    from other inputs, and (:class:`lib.io.LockedError`) when another process writes the file.
+    """
+    from contextlib import ExitStack
+
+    if run < 1:
+        raise ValueError(f"run must be 1 or more, got {run}")
+    done: dict[str, dict[str, Result]] = {}
+    keys: dict[str, dict[str, str]] = {}
+    with ExitStack() as stack:
+        appenders = {}
+        for d in designs:
+            path = run_path(results_dir, d.name, run)
+            stack.enter_context(locked(path))
+            cut = repair_torn_tail(path)
+            if cut:
+                print(f"{path}: removed an unterminated last line ({cut} bytes) left by an interrupted run")
+            saved = read_results(path)
+            check_unique(saved, path)
+            keys[d.name] = {q.qid: inputs_key(d.name, run, q, d.provenance) for q in questions}
+            by_q = {q.qid: q for q in questions}
+            stale = [r for r in saved if r.qid in by_q and r.inputs != keys[d.name][r.qid]]
+            if stale:
+                r = stale[0]
+                raise StaleResults(
+                    f"{path}: {len(stale)} saved result(s) were computed from other inputs than asked for now "
+                    f"(first: {r.qid}: {what_changed(r, by_q[r.qid], d.provenance)}). Use another results_dir "
+                    "for these settings, or delete the file to recompute it.")
+            done[d.name] = {r.qid: r for r in saved}
+            appenders[d.name] = stack.enter_context(Appender(path))
+        todo = [q for q in questions if any(q.qid not in done[d.name] for d in designs)]
+        label = "+".join(d.name for d in designs)
+        for q in tqdm(todo, desc=f"{label} run {run}", unit="q", disable=not progress or not todo):
+            for d in designs:
+                if q.qid in done[d.name]:
+                    continue
+                res = d.retrieve(q, run)
+                res.inputs = keys[d.name][q.qid]
+                appenders[d.name].write(asdict(res))
+                done[d.name][q.qid] = res
+    return {d.name: [done[d.name][q.qid] for q in questions if q.qid in done[d.name]] for d in designs}
+
+
+def run_design(design: Design, questions: Sequence[Question], run: int, results_dir: Path,
+               progress: bool = True) -> list[Result]:
+    """One design's run (see :func:`run_designs`); results in question order."""
+    return run_designs([design], questions, run, results_dir, progress)[design.name]
+
+
+def write_trec(results: Iterable[Result], path: Path, tag: str) -> Path:
+    """A TREC run file (qid Q0 docid rank score tag) that ranx and ir_measures read."""
+    lines = []
+    for r in results:
+        n = len(r.ranked_ids)
+        lines += [f"{r.qid} Q0 {doc} {rank} {n - rank + 1} {tag}\n" for rank, doc in enumerate(r.ranked_ids, start=1)]
+    return write_text(Path(path), "".join(lines))
+
+
+def write_qrels(questions: Iterable[Question], path: Path) -> Path:
+    """A TREC qrels file (qid 0 docid 1): each question's source paper, beside the run files."""
+    return write_text(Path(path), "".join(f"{q.qid} 0 {q.source_id} 1\n" for q in questions))

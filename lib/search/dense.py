@@ -1,0 +1,51 @@
+"""Dense search: exact cosine search over the embedded collection, ties broken by paper id."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..data.papers import paper_text
+from .embedder import Embedder
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+
+
+class DenseIndex:
+    """Exact cosine search over L2-normalised vectors, ties broken by id (ascending)."""
+
+    def __init__(self, ids: Sequence[str], vectors: np.ndarray):
+        order = np.argsort(np.asarray(ids))
+        self.ids = np.asarray(ids)[order]
+        self.vectors = np.asarray(vectors, dtype=np.float32)[order]
+
+    @classmethod
+    def build(cls, papers: Sequence[dict], embedder: Embedder, progress: bool = True) -> "DenseIndex":
+        texts = [paper_text(p) for p in papers]
+        return cls([p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress))
+
+    def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
+        scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        # lexsort: last key is primary -> by descending score, then ascending id (ids are sorted already)
+        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
+        return [Hit(str(self.ids[i]), float(scores[i])) for i in order]
+
+
+class DenseSearcher:
+    """Question text -> ranked hits: the dense design's search, shared by every design."""
+
+    def __init__(self, index: DenseIndex, embedder: Embedder):
+        self.index, self.embedder = index, embedder
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        qvec = self.embedder.embed([query], progress=False, persist=False)[0]
+        return self.index.search_vector(qvec, k)
+
+    def search_many(self, queries: Sequence[str], k: int, progress: bool = True) -> list[list[Hit]]:
+        vecs = self.embedder.embed(list(queries), desc="embedding questions", progress=progress, persist=False)
+        return [self.index.search_vector(v, k) for v in vecs]

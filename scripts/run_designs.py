@@ -1,0 +1,18 @@
+"""Run (or resume) designs from the command line, question by question, recording every LLM call.
+
+Usage: python scripts/run_designs.py PROFILE DESIGN[,DESIGN...] [RUN ...]
+(e.g. `offline multiquery,agent 3` with LLM_BACKEND=local records run 3 of both LLM designs).
+LLM_BACKEND and QUESTION_FORM override the profile's settings.
+"""
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from lib import pipeline  # noqa: E402
+from lib.config import load_profile  # noqa: E402
+
+profile_name, designs, *runs = sys.argv[1:]
+profile = load_profile(profile_name, llm_backend=os.environ.get("LLM_BACKEND"),
+                       question_form=os.environ.get("QUESTION_FORM"))
+pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)
