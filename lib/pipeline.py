@@ -120,6 +120,21 @@ class ProfileParts:
     def scorer(self):
         return self._scorer
 
+    @cached_property
+    def bm25(self):
+        from .search.bm25 import BM25Index
+
+        return BM25Index.build(self.papers)
+
+    def reranker(self):
+        """The rerank step: the cross-encoder's score fused with the dense and BM25 scores by the
+        profile's ``rerank_weights``; only the signals it weighs are built."""
+        from .search.rerank import FusedReranker
+
+        w = self.profile.rerank_weights
+        return FusedReranker(w, cross_encoder=self.scorer() if w.get("cross_encoder") else None,
+                             bm25=self.bm25 if w.get("bm25") else None)
+
 
 def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     """The profile name and every setting the design's results depend on (and, for LLM designs,

@@ -27,29 +27,14 @@
 
 # %% tags=["parameters"]
 profile = "offline"
-runs = None             # None: 1 for deterministic designs, the profile's n_runs (3) for LLM designs
-question_limit = None   # e.g. 20 to try a design on the first 20 questions
-llm_backend = None      # None: the profile's (offline: replay); local or anthropic to call a model
 question_form = None    # full | short
+question_limit = None   # e.g. 20 to try the design on the first 20 questions
+agent_max_searches = None  # None: the profile's (3, as in the article)
+runs = None             # None: the profile's n_runs (replay: the runs recorded); e.g. [3]
+llm_backend = None      # None: the profile's (offline: replay); local or anthropic calls a model
 
 # %%
-from lib import pipeline
 from lib.config import notebook_profile
+from lib.report.pages import design_page
 
-cfg = notebook_profile(globals())
-page = pipeline.design_page(cfg, "agent", runs=runs)
-
-# %% [markdown]
-# ## Summary of the saved runs
-# Scores over the reviewed questions that this design has answered; the full comparison with ranges
-# is in notebook 07. Latency for LLM calls is the model's time when the call was made (a replayed
-# run reports the recorded time).
-
-# %%
-page["summary"]
-
-# %% [markdown]
-# Which profile, models and backend produced each saved run:
-
-# %%
-page["provenance"]
+page = design_page(notebook_profile(globals()), "agent", runs=runs)

@@ -27,7 +27,7 @@ from lib.data.papers import read_collection  # noqa: E402
 from lib.errors import DataError  # noqa: E402
 from lib.config import load_profile  # noqa: E402
 from lib.data.question_gen import neighbours_from_manifest  # noqa: E402
-from lib.data.questions import copied_ngrams, style_for, words, write_questions  # noqa: E402
+from lib.data.questions import copied_ngrams, style_for, words, write_questions, write_twopart_questions  # noqa: E402
 
 BUNDLED_GENERATOR = "claude-authoring-session (LLM, title+abstract only; reviewed by a separate LLM pass)"
 
@@ -126,57 +126,34 @@ def check(packet_path: Path, part_path: Path) -> int:
     return problems
 
 
-def assemble(drafts: Path, out: Path, generator: str) -> list[dict]:
-    rows = []
+def drafted(drafts: Path):
+    """Every drafted question with its packet item and review: (item, row, review, part file, row number)."""
     for packet_path in sorted(drafts.glob("packet*.json"), key=lambda p: int(p.stem[6:])):
         k = packet_path.stem[6:]
         packet = {p["qid"]: p for p in json.loads(packet_path.read_text())}
         reviews = {r["qid"]: r for r in csv.DictReader(open(drafts / f"review{k}.csv", newline="", encoding="utf-8"))}
         part = drafts / f"part{k}.csv"
         for row_no, q in enumerate(csv.DictReader(open(part, newline="", encoding="utf-8")), start=2):
-            rv = reviews.get(q["qid"])
-            if rv is None:
+            if q["qid"] not in reviews:
                 raise DataError(f"{drafts / f'review{k}.csv'}: no review for {q['qid']}")
-            title = packet[q["qid"]]["title"]
-            for field in ("question", "short"):
-                if copied_ngrams(title, q[field]):
-                    raise DataError(f"{part}: row {row_no}: field {field!r} copies title words "
-                                    f"{copied_ngrams(title, q[field])}")
-            rows.append({**q, "ok": int(rv["ok"]), "review_note": rv["review_note"], "generator": generator})
-    write_questions(rows, out)
-    print(f"{out}: {len(rows)} questions, {sum(r['ok'] for r in rows)} ok")
-    return rows
+            yield packet[q["qid"]], q, reviews[q["qid"]], part, row_no
 
 
-def assemble_twopart(drafts: Path, out: Path, generator: str) -> list[dict]:
-    import csv as _csv
-
-    from lib.io import write_text
-
+def assemble(drafts: Path, out: Path, generator: str, twopart: bool = False) -> list[dict]:
     rows = []
-    for packet_path in sorted(drafts.glob("packet*.json"), key=lambda p: int(p.stem[6:])):
-        k = packet_path.stem[6:]
-        packet = {p["qid"]: p for p in json.loads(packet_path.read_text())}
-        reviews = {r["qid"]: r for r in csv.DictReader(open(drafts / f"review{k}.csv", newline="", encoding="utf-8"))}
-        part = drafts / f"part{k}.csv"
-        for row_no, q in enumerate(csv.DictReader(open(part, newline="", encoding="utf-8")), start=2):
-            item, rv = packet[q["qid"]], reviews.get(q["qid"])
-            if rv is None:
-                raise DataError(f"{drafts / f'review{k}.csv'}: no review for {q['qid']}")
-            if q["source_ids"] != ";".join(item["source_ids"]):
-                raise DataError(f"{part}: row {row_no}: field 'source_ids' differs from the packet")
-            for field in ("question", "short"):
-                copied = [c for paper in item["papers"] for c in copied_ngrams(paper["title"], q[field])]
-                if copied:
-                    raise DataError(f"{part}: row {row_no}: field {field!r} copies title words {copied}")
-            rows.append({**q, "ok": int(rv["ok"]), "review_note": rv["review_note"], "generator": generator})
-    import io as _io
-
-    buf = _io.StringIO()
-    w = _csv.DictWriter(buf, fieldnames=["qid", "source_ids", "question", "short", "ok", "review_note", "generator"])
-    w.writeheader()
-    w.writerows(rows)
-    write_text(out, buf.getvalue())
+    for item, q, rv, part, row_no in drafted(drafts):
+        titles = [p["title"] for p in item["papers"]] if twopart else [item["title"]]
+        if twopart and q["source_ids"] != ";".join(item["source_ids"]):
+            raise DataError(f"{part}: row {row_no}: field 'source_ids' differs from the packet")
+        for field in ("question", "short"):
+            copied = [c for t in titles for c in copied_ngrams(t, q[field])]
+            if copied:
+                raise DataError(f"{part}: row {row_no}: field {field!r} copies title words {copied}")
+        rows.append({**q, "ok": int(rv["ok"]), "review_note": rv["review_note"], "generator": generator})
+    if twopart:
+        write_twopart_questions(rows, out)
+    else:
+        write_questions(rows, out)
     print(f"{out}: {len(rows)} questions, {sum(r['ok'] for r in rows)} ok")
     return rows
 
@@ -188,7 +165,7 @@ if __name__ == "__main__":
     elif cmd == "twopart-packets":
         twopart_packets(args[0], Path(args[1]), *(int(a) for a in args[2:]))
     elif cmd == "assemble-twopart":
-        assemble_twopart(Path(args[0]), Path(args[1]), args[2])
+        assemble(Path(args[0]), Path(args[1]), args[2], twopart=True)
     elif cmd == "check":
         sys.exit(1 if check(Path(args[0]), Path(args[1])) else 0)
     elif cmd == "assemble":

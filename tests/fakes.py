@@ -31,3 +31,32 @@ class ScriptedLLM:
         text = self.replies.pop(0)
         return LLMResponse(text=text, tokens_in=100, tokens_out=10, latency_s=0.5, cost_usd=0.001,
                            model=self.model, backend=self.name)
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+
+def reply_body(name: str) -> dict:
+    """A recorded Messages API reply body (tests/data/anthropic_<name>.json)."""
+    import json
+
+    return json.loads((DATA / f"anthropic_{name}.json").read_text(encoding="utf-8"))
+
+
+class FakeClient:
+    """Stands in for ``anthropic.Anthropic``: its ``messages.create(**params)`` hands out the outcomes
+    in order: an exception is raised, a reply body (or the name of a recorded one) comes back as the
+    SDK's own ``anthropic.types.Message``."""
+
+    def __init__(self, *outcomes):
+        self.messages = self
+        self.outcomes, self.calls = list(outcomes), []
+
+    def create(self, **params):
+        import anthropic
+
+        self.calls.append(params)
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return anthropic.types.Message.model_validate(outcome if isinstance(outcome, dict) else reply_body(outcome))

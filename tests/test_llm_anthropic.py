@@ -14,20 +14,13 @@ import pytest
 import lib.llm.anthropic_backend as llm_mod
 import lib.llm.records as records_mod
 from lib.llm.anthropic_backend import AnthropicBackend
+from tests.fakes import FakeClient, reply_body
 from lib.llm import (LLMError, LLMRequest, RecordedLLM, RecordStore, ReplayMiss, make_llm,
                      records_dir)
 
 DATA = Path(__file__).parent / "data"
 MODEL = "claude-haiku-4-5"
 API_URL = "https://api.anthropic.com/v1/messages"
-
-
-def reply_body(name: str) -> dict:
-    return json.loads((DATA / f"anthropic_{name}.json").read_text(encoding="utf-8"))
-
-
-def message(body: dict) -> anthropic.types.Message:
-    return anthropic.types.Message.model_validate(body)
 
 
 def status_error(cls: type, code: int) -> anthropic.APIStatusError:
@@ -39,25 +32,6 @@ def status_error(cls: type, code: int) -> anthropic.APIStatusError:
 
 def timeout_error() -> anthropic.APITimeoutError:
     return anthropic.APITimeoutError(request=httpx2.Request("POST", API_URL))
-
-
-class FakeMessages:
-    def __init__(self, outcomes):
-        self.outcomes, self.calls = list(outcomes), []
-
-    def create(self, **params):
-        self.calls.append(params)
-        outcome = self.outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return message(outcome)
-
-
-class FakeClient:
-    """Stands in for ``anthropic.Anthropic``: scripted replies (bodies) or exceptions, in order."""
-
-    def __init__(self, *outcomes):
-        self.messages = FakeMessages(outcomes)
 
 
 REQUEST = LLMRequest(kind="question", system="You write test questions.",
@@ -185,8 +159,10 @@ def test_replay_reads_what_the_anthropic_backend_recorded(tmp_path, monkeypatch)
 def test_replay_miss_on_an_empty_store(tmp_path, monkeypatch):
     monkeypatch.setattr(records_mod, "RECORDS_DIR", tmp_path)
     replay = make_llm("replay", MODEL, record_backend="anthropic")
-    with pytest.raises(ReplayMiss, match="no recorded 'question' response") as info:
-        replay.complete(REQUEST)
-    assert str(tmp_path) in str(info.value)
-    assert "llm_backend=local or anthropic" in str(info.value)
+    from dataclasses import replace
+
+    with pytest.raises(ReplayMiss, match="no recorded 'question' response for question q007, run 1") as info:
+        replay.complete(replace(REQUEST, label="q007"))
+    assert str(tmp_path / f"anthropic__{MODEL}" / "question.jsonl") in str(info.value)  # the recording file
+    assert "llm_backend local" in str(info.value) and "anthropic" in str(info.value)  # how to record it
     assert isinstance(info.value, LLMError)

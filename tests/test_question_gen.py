@@ -18,6 +18,7 @@ from lib.llm.anthropic_backend import AnthropicBackend
 from lib.data.question_gen import (MALFORMED_REVIEW, STYLE_INSTRUCTIONS, Review, count_events, generate_question_set,
                               neighbours_from_manifest, parse_question_reply, parse_review_reply,
                               question_request, review_question)
+from tests.fakes import FakeClient, reply_body
 from lib.data.questions import QUESTION_FIELDS, read_questions, write_questions
 
 DATA = Path(__file__).parent / "data"
@@ -78,29 +79,8 @@ WRITER_REPLIES = ["question_tutor_json", "question_rollout_plain", "question_dri
 REVIEWER_REPLIES = ["review_tutor_pass", "review_rollout_fail", "review_drift_malformed", "review_agenteval_pass"]
 
 
-def reply_body(name):
-    return json.loads((DATA / f"anthropic_{name}.json").read_text(encoding="utf-8"))
-
-
 def reply_text(name):
     return reply_body(name)["content"][0]["text"]
-
-
-class FakeMessages:
-    def __init__(self, names):
-        self.names, self.calls = list(names), []
-
-    def create(self, **params):
-        self.calls.append(params)
-        name = self.names.pop(0)
-        return anthropic.types.Message.model_validate(name if isinstance(name, dict) else reply_body(name))
-
-
-class FakeClient:
-    """Hands out stored reply bodies (by name, or given) in order, as ``anthropic.types.Message``."""
-
-    def __init__(self, *names):
-        self.messages = FakeMessages(names)
 
 
 def recorded(model, client, directory):

@@ -4,15 +4,18 @@ reviewed against the source abstract and its nearest neighbours.
 from __future__ import annotations
 
 import csv
+import io
 import re
 import string
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import DataError
+from ..io import write_text
 
 STYLES = ("specific", "problem", "vague")
 QUESTION_FIELDS = ["qid", "source_id", "style", "question", "short", "ok", "review_note", "generator"]
+TWOPART_FIELDS = ["qid", "source_ids", "question", "short", "ok", "review_note", "generator"]
 _PUNCT = re.compile(f"[{re.escape(string.punctuation)}\u2010-\u2015\u2018-\u201f]")
 
 
@@ -83,11 +86,17 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
     return rows
 
 
+def _write_csv(rows: list[dict], path: Path, fields: list[str]) -> None:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_text(path, buf.getvalue())
+
+
 def write_questions(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=QUESTION_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(path)
+    _write_csv(rows, path, QUESTION_FIELDS)
+
+
+def write_twopart_questions(rows: list[dict], path: Path) -> None:
+    _write_csv(rows, path, TWOPART_FIELDS)

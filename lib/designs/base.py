@@ -67,6 +67,8 @@ class Parts(Protocol):
 
     def scorer(self) -> Any: ...
 
+    def reranker(self) -> Any: ...
+
 
 class Design(Protocol):
     """A retrieval design: ``retrieve(question, run) -> Result``.

@@ -96,3 +96,57 @@ class CrossEncoderScorer:
                     self.cache[keys[i]] = float(s)
                     fh.write(json.dumps([keys[i], float(s)]) + "\n")
         return [self.cache[k] for k in keys]
+
+
+# --------------------------------------------------------------------------- score fusion
+SIGNALS = ("cross_encoder", "dense", "bm25")
+
+
+def zscores(values: Sequence[float]) -> np.ndarray:
+    """Scores standardised over one question's candidates (all zero when they are all equal)."""
+    x = np.asarray(values, dtype=np.float64)
+    sd = x.std()
+    return np.zeros_like(x) if sd == 0 else (x - x.mean()) / sd
+
+
+def fuse_scores(signals: dict[str, Sequence[float]], weights: dict[str, float]) -> np.ndarray:
+    """Weighted sum of z-scored signals over the candidates (CombSUM of standardised scores, Fox &
+    Shaw 1994; z-normalisation as in Montague & Aslam 2001). A weight of 0 drops a signal, so
+    ``{"dense": 1}`` keeps the dense order and ``{"cross_encoder": 1}`` is the plain cross-encoder."""
+    unknown = set(weights) - set(SIGNALS)
+    if unknown:
+        raise ValueError(f"rerank_weights: unknown signal(s) {sorted(unknown)}; known: {SIGNALS}")
+    n = len(next(iter(signals.values()))) if signals else 0
+    total = np.zeros(n)
+    for name, w in weights.items():
+        if w:
+            total += w * zscores(signals[name])
+    return total
+
+
+class FusedReranker:
+    """Reorders dense candidates by :func:`fuse_scores` of the cross-encoder's score, the dense
+    cosine and the BM25 score; only the signals with a non-zero weight are computed."""
+
+    def __init__(self, weights: dict[str, float], cross_encoder: "CrossEncoderScorer | None" = None, bm25=None):
+        self.weights = {k: float(v) for k, v in weights.items() if v}
+        if not self.weights:
+            raise ValueError("rerank_weights: at least one signal needs a non-zero weight")
+        if "cross_encoder" in self.weights and cross_encoder is None:
+            raise ValueError("rerank_weights uses cross_encoder but no cross-encoder was given")
+        if "bm25" in self.weights and bm25 is None:
+            raise ValueError("rerank_weights uses bm25 but no BM25 index was given")
+        self.cross_encoder, self.bm25 = cross_encoder, bm25
+
+    def signals(self, question: str, ids: Sequence[str], dense_scores: Sequence[float],
+                texts: Sequence[str]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {"dense": list(dense_scores)}
+        if "cross_encoder" in self.weights:
+            out["cross_encoder"] = self.cross_encoder.score(question, ids, texts)
+        if "bm25" in self.weights:
+            out["bm25"] = self.bm25.scores_for(question, ids)
+        return out
+
+    def scores(self, question: str, ids: Sequence[str], dense_scores: Sequence[float],
+               texts: Sequence[str]) -> np.ndarray:
+        return fuse_scores(self.signals(question, ids, dense_scores, texts), self.weights)

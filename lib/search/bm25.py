@@ -1,0 +1,92 @@
+"""BM25 over title + abstract (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework:
+BM25 and Beyond"), with the bm25s library: Lucene's BM25 variant, k1 = 1.5, b = 0.75; tokens are
+lowercased runs of 2+ word characters (bm25s' default pattern), English stop words removed
+(bm25s' list), Snowball English stemming (PyStemmer). The index is cached on disk keyed by a hash
+of its texts and settings, so a rerun builds nothing."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..config import ROOT
+from ..data.papers import paper_text
+from .dense import Hit
+
+CACHE_DIR = ROOT / "data" / "cache" / "bm25"
+SETTINGS = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en", "stemmer": "english",
+            "token_pattern": r"(?u)\b\w\w+\b"}
+
+
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer(SETTINGS["stemmer"])
+
+
+def tokenize(texts: Sequence[str]):
+    import bm25s
+
+    return bm25s.tokenize(list(texts), stopwords=SETTINGS["stopwords"], stemmer=_stemmer(),
+                          token_pattern=SETTINGS["token_pattern"], show_progress=False)
+
+
+class BM25Index:
+    """Sparse keyword search over a collection; ``scores`` gives every paper's BM25 score for a query."""
+
+    def __init__(self, ids: Sequence[str], retriever):
+        self.ids = list(ids)
+        self.pos = {d: i for i, d in enumerate(self.ids)}
+        self.retriever = retriever
+
+    @staticmethod
+    def key(ids: Sequence[str], texts: Sequence[str]) -> str:
+        h = hashlib.sha256(json.dumps(SETTINGS, sort_keys=True).encode())
+        for i, t in zip(ids, texts):
+            h.update(f"{i}\x00{t}\x01".encode("utf-8"))
+        return h.hexdigest()[:20]
+
+    @classmethod
+    def build(cls, papers: Sequence[dict], cache_dir: Path = CACHE_DIR) -> "BM25Index":
+        import bm25s
+
+        papers = sorted(papers, key=lambda p: p["id"])
+        ids, texts = [p["id"] for p in papers], [paper_text(p) for p in papers]
+        folder = Path(cache_dir) / cls.key(ids, texts)
+        if (folder / "ids.json").exists():
+            try:
+                retriever = bm25s.BM25.load(str(folder))
+                if json.loads((folder / "ids.json").read_text()) == ids:
+                    return cls(ids, retriever)
+            except Exception as exc:  # a corrupt cache is named and rebuilt
+                print(f"{folder}: unreadable BM25 cache ({type(exc).__name__}); rebuilding it")
+        retriever = bm25s.BM25(method=SETTINGS["method"], k1=SETTINGS["k1"], b=SETTINGS["b"])
+        retriever.index(tokenize(texts), show_progress=False)
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        retriever.save(str(tmp))
+        (tmp / "ids.json").write_text(json.dumps(ids))
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+        return cls(ids, retriever)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every paper (in ``self.ids`` order) for the query."""
+        tokens = tokenize([query])
+        vocab_inv = {v: k for k, v in tokens.vocab.items()}
+        words = [vocab_inv[i] for i in tokens.ids[0]]
+        return np.asarray(self.retriever.get_scores(words), dtype=np.float32)
+
+    def scores_for(self, query: str, ids: Sequence[str]) -> list[float]:
+        s = self.scores(query)
+        return [float(s[self.pos[i]]) for i in ids]
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        """The top ``k`` papers by BM25 score, ties broken by id."""
+        s = self.scores(query)
+        order = np.lexsort((np.arange(len(s)), -s))[:k]
+        return [Hit(self.ids[i], float(s[i])) for i in order]
