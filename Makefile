@@ -28,20 +28,22 @@ sync: setup
 	$(BIN)/jupytext --sync --quiet notebooks/*.py
 
 report: setup sync
-	mkdir -p report figures
-	set -e; for nb in $(NOTEBOOKS); do \
+	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(PARAMS)) || exit 2; \
+	mkdir -p $$out; set -e; for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb"; \
-	  $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml; \
-	done
-	$(BIN)/jupyter nbconvert --log-level WARN --to html report/*.ipynb --output-dir report
-	$(BIN)/python scripts/build_report.py $(PROFILE)
-	@echo "report/index.html"
+	  $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS); \
+	done; \
+	$(BIN)/jupyter nbconvert --log-level WARN --to html $$out/*.ipynb --output-dir $$out; \
+	$(BIN)/python scripts/build_report.py $(PROFILE) $(PARAMS); \
+	echo "$$out/index.html"
 
-# rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 1"
+# rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 3"
+# (a run whose parameters change results writes into its own folder under results/, never over report/)
 notebook: setup sync
-	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); \
-	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb report/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
-	$(BIN)/jupyter nbconvert --log-level WARN --to html report/$$nb.ipynb --output-dir report
+	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(PARAMS)) || exit 2; \
+	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); mkdir -p $$out; \
+	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
+	$(BIN)/jupyter nbconvert --log-level WARN --to html $$out/$$nb.ipynb --output-dir $$out && echo "$$out/$$nb.html"
 
 test: setup
 	$(BIN)/python -m pytest -q tests

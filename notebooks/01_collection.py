@@ -69,7 +69,7 @@ summary = pd.DataFrame([
 summary
 
 # %%
-plots.collection_chart(manifest, ROOT / "figures" / f"{cfg.name}_collection.png");
+plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png");
 
 # %% [markdown]
 # A source and its closest lookalike (the first source of the draw):

@@ -69,7 +69,7 @@ qs.groupby("style").agg(questions=("qid", "count"), passed=("ok", "sum"), median
                         min_words=("words", "min"), max_words=("words", "max")).reindex(["specific", "problem", "vague"])
 
 # %%
-plots.question_lengths(qs, ROOT / "figures" / f"{cfg.name}_question_lengths.png");
+plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png");
 
 # %% [markdown]
 # ## The first question of each style

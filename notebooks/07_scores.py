@@ -89,10 +89,10 @@ scores.losses_by_runs(pq)
 
 # %%
 rs = scores.run_scores(pq)
-plots.scores_chart(rs, ROOT / "figures" / f"{cfg.name}_scores.png");
+plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png");
 
 # %%
-plots.deltas_chart(deltas, ROOT / "figures" / f"{cfg.name}_deltas.png");
+plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png");
 
 # %% [markdown]
 # ## Saved, and checked against the expected scores

@@ -51,7 +51,8 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
     """
     known = set(known_ids) if known_ids is not None else None
     rows: list[dict] = []
-    with open(path, newline="", encoding="utf-8") as fh:
+    text = decode_csv(path)
+    with io.StringIO(text, newline="") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
         missing = [f for f in ("qid", "source_id", "question") if f not in header]
@@ -83,7 +84,23 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
             row.setdefault("generator", "user")
             row.setdefault("style", style)
             rows.append(row)
+    if not rows:
+        raise DataError(f"{path}: no question rows (only a header); a questions file needs at least one row")
     return rows
+
+
+def decode_csv(path: Path) -> str:
+    """A CSV file's text: UTF-8, with or without a byte-order mark; a decoding error names the file,
+    the row and the byte."""
+    if not Path(path).is_file():
+        raise DataError(f"{path}: no such questions file")
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        row = data[:exc.start].count(b"\n") + 1
+        raise DataError(f"{path}: row {row}: byte {data[exc.start]:#04x} is not UTF-8 ({exc.reason}); save the file "
+                        "as UTF-8") from None
 
 
 def _write_csv(rows: list[dict], path: Path, fields: list[str]) -> None:

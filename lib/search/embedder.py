@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zipfile
 from pathlib import Path
 from typing import Sequence
 
@@ -68,9 +69,15 @@ class EmbeddingCache:
         self.path = Path(cache_dir) / f"{slug(model_name)}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         if self.path.exists():
-            with np.load(self.path) as z:
-                for k, v in zip(z["keys"], z["vectors"]):
-                    self.vectors[str(k)] = v
+            try:
+                with np.load(self.path) as z:
+                    for k, v in zip(z["keys"], z["vectors"]):
+                        self.vectors[str(k)] = v
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+                # a corrupt cache is named and rebuilt (the next save replaces it)
+                print(f"{self.path}: unreadable embedding cache ({type(exc).__name__}: {exc}); "
+                      "recomputing the embeddings it held")
+                self.vectors = {}
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         seen, out = set(), []

@@ -5,14 +5,14 @@ article's MS MARCO reranker, which cannot be installed offline."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..config import ROOT
-from ..errors import ModelUnavailable
+from ..errors import DataError, ModelUnavailable
+from ..io import Appender, locked, read_jsonl, repair_torn_tail
 from .embedder import slug
 
 SCORE_CACHE_DIR = ROOT / "data" / "cache" / "rerank"
@@ -52,14 +52,12 @@ class CrossEncoderScorer:
         self.path = Path(cache_dir) / f"{slug(name)}__{self.variant}.jsonl"
         self.cache: dict[str, float] = {}
         self._model = None
-        if self.path.exists():
-            with open(self.path) as fh:
-                for line in fh:
-                    try:
-                        k, v = json.loads(line)
-                    except (json.JSONDecodeError, ValueError):
-                        continue
-                    self.cache[k] = v
+        try:
+            self.cache = {k: float(v) for k, v in read_jsonl(self.path, torn_tail_ok=True)}
+        except (DataError, ValueError, TypeError) as exc:  # a corrupt cache is named and rebuilt
+            print(f"{self.path}: unreadable score cache ({exc}); recomputing the scores it held")
+            self.path.unlink()
+            self.cache = {}
 
     @property
     def model(self):
@@ -90,11 +88,12 @@ class CrossEncoderScorer:
         todo = [i for i, k in enumerate(keys) if k not in self.cache]
         if todo:
             new = self.predict([(question, texts[i]) for i in todo])
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as fh:
+            with locked(self.path, wait=True):
+                repair_torn_tail(self.path)
                 for i, s in zip(todo, new):
                     self.cache[keys[i]] = float(s)
-                    fh.write(json.dumps([keys[i], float(s)]) + "\n")
+                with Appender(self.path) as out:
+                    out.write_all([keys[i], self.cache[keys[i]]] for i in todo)
         return [self.cache[k] for k in keys]
 
 
