@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROFILE_DIR = ROOT / "profiles"
 DEFAULT_PROFILE = "offline"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-# overrides that change no saved result: they may write into the profile's own results folder
-SHARED_OVERRIDES = ("llm_backend", "n_runs")
+# overrides that change no saved result (or, for question_form, that name a condition with its own
+# folder): they may write into the profile's results
+SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form")
 
 
 class Settings(BaseModel):
@@ -123,7 +124,7 @@ class Profile:
     def shipped(self) -> bool:
         """True when this run's outputs are the shipped ones: the default profile with no override
         that changes a result (the offline report, figures and results)."""
-        return self.name == DEFAULT_PROFILE and not self.own_overrides()
+        return self.name == DEFAULT_PROFILE and not self.own_overrides() and self.settings["question_form"] == "full"
 
     def own_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.overrides.items() if k not in SHARED_OVERRIDES}
@@ -134,6 +135,8 @@ class Profile:
         questions) gets its own folder under it, named by the overrides and their hash, so it never
         writes into the shipped results (unless ``results_dir`` itself is given: then that folder)."""
         base = ROOT / self.settings["results_dir"]
+        if self.settings["question_form"] == "short":  # the short-question condition keeps its own runs
+            base = base / "short"
         own = self.own_overrides()
         if not own or "results_dir" in own:  # none, or a folder the user chose
             return base

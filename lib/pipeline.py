@@ -61,9 +61,8 @@ def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list
 
 
 def results_dir(profile: Profile) -> Path:
-    """Runs of the short-question form are kept apart from the full questions' runs."""
-    base = profile.results_dir
-    return base / "short" if profile.question_form == "short" else base
+    """Where the profile's runs are saved (the short-question condition and variants apart)."""
+    return profile.results_dir
 
 
 # --------------------------------------------------------------------------- parts and designs

@@ -4,6 +4,7 @@ adding a design is one file here and one line below."""
 from __future__ import annotations
 
 from .agent import AgentDesign
+from .bm25 import BM25Design
 from .base import DEPTH, Design, LLMUse, Parts, Question, Result
 from .dense import DenseDesign
 from .multiquery import MultiQueryDesign
@@ -14,6 +15,7 @@ REGISTRY: dict[str, type] = {
     "rerank": RerankDesign,
     "multiquery": MultiQueryDesign,
     "agent": AgentDesign,
+    "bm25": BM25Design,
 }
 BASELINE = "dense"
 
