@@ -23,17 +23,6 @@ MODEL = "claude-haiku-4-5"
 API_URL = "https://api.anthropic.com/v1/messages"
 
 
-def status_error(cls: type, code: int) -> anthropic.APIStatusError:
-    request = httpx2.Request("POST", API_URL)
-    response = httpx2.Response(code, request=request,
-                               json={"type": "error", "error": {"type": "x", "message": f"status {code}"}})
-    return cls(f"Error code: {code}", response=response, body=None)
-
-
-def timeout_error() -> anthropic.APITimeoutError:
-    return anthropic.APITimeoutError(request=httpx2.Request("POST", API_URL))
-
-
 REQUEST = LLMRequest(kind="question", system="You write test questions.",
                      messages=(("user", "Write one question about this paper."),), max_tokens=300)
 
@@ -42,18 +31,17 @@ def test_request_parameters_are_the_messages_api_call():
     client = FakeClient(reply_body("question_tutor_json"))
     AnthropicBackend(MODEL, client=client).complete(REQUEST)
     assert client.messages.calls == [{
-        "model": MODEL, "max_tokens": 300, "temperature": 0.0, "system": "You write test questions.",
+        "model": MODEL, "max_tokens": 300, "system": "You write test questions.",
         "messages": [{"role": "user", "content": "Write one question about this paper."}],
     }]
-    assert "thinking" not in client.messages.calls[0]
+    assert "thinking" not in client.messages.calls[0] and "temperature" not in client.messages.calls[0]
 
 
 def test_no_system_key_without_a_system_prompt():
     backend = AnthropicBackend(MODEL, client=FakeClient())
     params = backend.build_params(LLMRequest(kind="rewrite", system="", messages=(("user", "hi"),),
                                              max_tokens=50, temperature=0.7))
-    assert params == {"model": MODEL, "max_tokens": 50, "temperature": 0.7,
-                      "messages": [{"role": "user", "content": "hi"}]}
+    assert params == {"model": MODEL, "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
 
 
 def test_usage_text_and_cost_from_the_price_table():
@@ -76,35 +64,45 @@ def test_only_text_blocks_make_the_reply_text():
     assert AnthropicBackend(MODEL, client=FakeClient(body)).complete(REQUEST).text == "part one, part two"
 
 
-def test_retries_with_growing_backoff_on_429_529_and_timeout():
-    client = FakeClient(status_error(anthropic.RateLimitError, 429), status_error(anthropic.OverloadedError, 529),
-                        timeout_error(), reply_body("question_tutor_json"))
-    delays = []
-    backend = AnthropicBackend(MODEL, client=client, base_delay_s=2.0, sleep=delays.append)
-    response = backend.complete(REQUEST)
-    assert response.tokens_out == 62
-    assert len(client.messages.calls) == 4
-    assert len(delays) == 3
-    assert delays[0] < delays[1] < delays[2]
-    for k, d in enumerate(delays):  # base * 2^k, plus up to 25% jitter
-        assert 2.0 * 2 ** k <= d <= 2.0 * 2 ** k * 1.25
+def sdk_client(responses, max_retries=6):
+    """The SDK's own client over a scripted HTTP transport: its retry logic runs for real."""
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        status, headers, body = responses.pop(0)
+        return httpx2.Response(status, headers=headers, json=body)
+
+    client = anthropic.Anthropic(api_key="sk-test", max_retries=max_retries,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    return client, seen
 
 
-def test_gives_up_after_max_attempts():
-    client = FakeClient(*[status_error(anthropic.RateLimitError, 429) for _ in range(3)])
-    delays = []
+def error_body(kind):
+    return {"type": "error", "error": {"type": kind, "message": kind}}
+
+
+def test_the_sdk_retries_a_rate_limit_and_an_overload_honouring_retry_after():
+    client, seen = sdk_client([(429, {"retry-after-ms": "5"}, error_body("rate_limit_error")),
+                               (529, {"retry-after-ms": "5"}, error_body("overloaded_error")),
+                               (200, {}, reply_body("question_tutor_json"))])
+    response = AnthropicBackend(MODEL, client=client).complete(REQUEST)
+    assert response.tokens_out == 62 and len(seen) == 3
+    assert json.loads(seen[0].content)["model"] == MODEL
+
+
+def test_gives_up_when_the_sdk_retries_are_spent():
+    client, seen = sdk_client([(429, {"retry-after-ms": "1"}, error_body("rate_limit_error"))] * 3, max_retries=2)
     with pytest.raises(LLMError, match="RateLimitError"):
-        AnthropicBackend(MODEL, client=client, max_attempts=3, sleep=delays.append).complete(REQUEST)
-    assert len(client.messages.calls) == 3 and len(delays) == 2
+        AnthropicBackend(MODEL, client=client).complete(REQUEST)
+    assert len(seen) == 3
 
 
 def test_a_400_raises_at_once():
-    client = FakeClient(status_error(anthropic.BadRequestError, 400), reply_body("question_tutor_json"))
-    delays = []
+    client, seen = sdk_client([(400, {}, error_body("invalid_request_error")), (200, {}, reply_body("question_tutor_json"))])
     with pytest.raises(LLMError, match="BadRequestError") as info:
-        AnthropicBackend(MODEL, client=client, sleep=delays.append).complete(REQUEST)
-    assert isinstance(info.value.__cause__, anthropic.BadRequestError)
-    assert len(client.messages.calls) == 1 and delays == []
+        AnthropicBackend(MODEL, client=client).complete(REQUEST)
+    assert isinstance(info.value.__cause__, anthropic.BadRequestError) and len(seen) == 1
 
 
 def test_missing_key_is_a_clear_error(monkeypatch):
