@@ -44,7 +44,7 @@ from IPython.display import Markdown, display
 
 from lib.data.collection import make_collection
 from lib.report import plots
-from lib.config import ROOT, notebook_profile
+from lib.config import notebook_profile
 
 cfg = notebook_profile(globals())
 rows, manifest = make_collection(cfg)

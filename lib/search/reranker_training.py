@@ -2,6 +2,7 @@
 mined (query, positive, hard negatives) groups, and a listwise fine-tuning loop."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -9,38 +10,66 @@ import numpy as np
 from tqdm import tqdm
 
 
-def training_papers(pool, collection_ids: set[str], before: str, n: int, seed: int):
-    """Papers outside the evaluation collection, first listed before ``before``, seeded sample."""
-    eligible = sorted((p for p in pool if p.id not in collection_ids and p.first_seen < before), key=lambda p: p.id)
+def training_papers(pool, excluded_ids: set[str], before: str, n: int, seed: int):
+    """Papers first listed before ``before`` and in none of the excluded collections, seeded sample."""
+    eligible = sorted((p for p in pool if p.id not in excluded_ids and p.first_seen < before), key=lambda p: p.id)
     rng = np.random.default_rng(seed)
     return [eligible[i] for i in rng.permutation(len(eligible))[:n]]
 
 
-def mine_examples(papers, embedder, n_train: int, n_heldout: int, n_negatives: int, seed: int):
-    """Pseudo-queries (titles), each with its abstract as the positive and the highest-ranked other
-    abstracts of a dense search as hard negatives.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
-    The dense index is built over the abstracts of ``papers``. Returns the training groups
-    ``(query, [positive, negative, ...])``, the held-out queries with their dense top 50 for
-    evaluation, and the papers by id.
+
+def sentence_query(paper) -> tuple[str, str]:
+    """A question-like pseudo-query: the abstract's sentence with the most distinct words (a claim of
+    the paper, as questions written from abstracts paraphrase one), and the positive passage is the
+    title and the abstract *without* that sentence, so the model must match meaning, not copy text."""
+    sentences = _SENTENCE.split(paper.abstract)
+    if len(sentences) < 3:
+        return paper.title, paper.abstract
+    inner = range(1, len(sentences))
+    k = max(inner, key=lambda i: (len(set(sentences[i].lower().split())), -i))
+    rest = " ".join(s for i, s in enumerate(sentences) if i != k)
+    return sentences[k], f"{paper.title}. {rest}"
+
+
+def title_query(paper) -> tuple[str, str]:
+    """The first variant's pseudo-query: the title, against the abstract alone."""
+    return paper.title, paper.abstract
+
+
+QUERY_MAKERS = {"title": title_query, "sentence": sentence_query}
+
+
+def mine_examples(papers, embedder, n_train: int, n_heldout: int, n_negatives: int, seed: int,
+                  query: str = "title"):
+    """Pseudo-queries (``QUERY_MAKERS[query]``), each with its positive passage and, as hard negatives,
+    the highest-ranked other papers of a dense search over the pool (the rerank stage's candidates).
+
+    Returns the training groups ``(query, [positive, negative, ...])``, the held-out queries with
+    their dense top 50 for evaluation, and the papers by id.
     """
+    from ..data.papers import paper_text
     from .dense import DenseIndex
 
-    abstracts = [p.abstract for p in papers]
-    index = DenseIndex([p.id for p in papers], embedder.embed(abstracts, desc="embedding training abstracts"))
+    make = QUERY_MAKERS[query]
+    passages = [p.abstract if query == "title" else paper_text(p) for p in papers]
+    index = DenseIndex([p.id for p in papers], embedder.embed(passages, desc="embedding training papers"))
     by_id = {p.id: p for p in papers}
+    text_of = dict(zip((p.id for p in papers), passages))
     rng = np.random.default_rng(seed + 1)
     order = rng.permutation(len(papers))
-    queries = [papers[i] for i in order[: n_train + n_heldout]]
-    qvecs = embedder.embed([p.title for p in queries], desc="embedding pseudo-queries")
+    chosen = [papers[i] for i in order[: n_train + n_heldout]]
+    made = [make(p) for p in chosen]
+    qvecs = embedder.embed([q for q, _ in made], desc="embedding pseudo-queries")
     groups, heldout = [], []
-    for j, (p, v) in enumerate(zip(queries, qvecs)):
+    for j, (p, (q, positive), v) in enumerate(zip(chosen, made, qvecs)):
         hits = [h.id for h in index.search_vector(v, 50)]
         if j < n_train:
             negs = [h for h in hits if h != p.id][:n_negatives]
-            groups.append((p.title, [p.abstract] + [by_id[h].abstract for h in negs]))
+            groups.append((q, [positive] + [text_of[h] for h in negs]))
         else:
-            heldout.append({"query": p.title, "positive": p.id, "candidates": hits})
+            heldout.append({"query": q, "positive": p.id, "candidates": hits})
     return groups, heldout, by_id
 
 
@@ -90,4 +119,4 @@ def train_cross_encoder(base_path: str, groups, out_dir: Path, *, epochs: int = 
     ce.model.float()
     return {"train_seconds": round(time.perf_counter() - start, 1), "steps": steps_total,
             "loss_first_20": float(np.mean(losses[:20])), "loss_last_20": float(np.mean(losses[-20:])),
-            "loss_chance": float(np.log(len(groups[0][1])))}
+            "loss_chance": float(np.log(len(groups[0][1]))), "losses": [round(x, 4) for x in losses]}
