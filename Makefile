@@ -45,7 +45,12 @@ notebook: setup sync
 	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
 	$(BIN)/jupyter nbconvert --log-level WARN --to html $$out/$$nb.ipynb --output-dir $$out && echo "$$out/$$nb.html"
 
-test: setup
+$(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $@
+
+test: setup $(VENV)/.test-setup-done
+	$(BIN)/ruff check lib scripts tests notebooks/*.py
 	$(BIN)/python -m pytest -q tests
 
 # the offline reranker: trained here from the bundled MiniLM weights (about 10 min on 2 cores)

@@ -55,3 +55,22 @@ def test_bootstrap_is_paired():
     assert lo == pytest.approx(0.01) and hi == pytest.approx(0.01)
     with pytest.raises(ValueError):
         paired_bootstrap(a, b[:-1])
+
+
+def test_exported_trec_and_qrels_score_the_same_in_ir_measures(tmp_path):
+    import ir_measures
+    from ir_measures import R, RR
+
+    from lib.designs import Question
+    from lib.runs import write_qrels, write_trec
+
+    qs = [Question("q1", "a", "d3"), Question("q2", "b", "d9"), Question("q3", "c", "d1")]
+    res = [Result("q1", "dense", 1, ["d1", "d2", "d3", "d4"], 1, ["a"], 0.1),
+           Result("q2", "dense", 1, [f"d{i}" for i in range(10, 30)], 1, ["b"], 0.1),
+           Result("q3", "dense", 1, ["d5", "d6", "d7", "d8", "d9", "d2", "d1"], 1, ["c"], 0.1)]
+    run = ir_measures.read_trec_run(str(write_trec(res, tmp_path / "run1.trec", "dense-run1")))
+    qrels = ir_measures.read_trec_qrels(str(write_qrels(qs, tmp_path / "qrels.txt")))
+    agg = ir_measures.calc_aggregate([RR @ 10, R @ 5], qrels, run)
+    ours = per_question(res, {q.qid: q.source_id for q in qs})
+    assert agg[RR @ 10] == pytest.approx(ours.mrr_at_10.mean())
+    assert agg[R @ 5] == pytest.approx(ours.recall_at_5.mean())
