@@ -155,6 +155,25 @@ class Profile:
         return ROOT / "figures" if self.shipped else self.results_dir / "figures"
 
 
+def shown_path(path: Path) -> str:
+    """A path as the report shows it: relative to the repository when inside it, else as given."""
+    path = Path(path)
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def parse_runs(runs: Any) -> list[int] | None:
+    """The ``runs`` parameter: None, a run number, or a list of them (papermill may pass "[2, 3]" as text)."""
+    if isinstance(runs, str):
+        runs = yaml.safe_load(runs)
+    if runs is None:
+        return None
+    items = [runs] if isinstance(runs, int) and not isinstance(runs, bool) else runs
+    if not isinstance(items, list) or not items or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1
+                                                             for r in items):
+        raise ProfileError(f"parameter 'runs': expected a run number >= 1 or a list of them, got {runs!r}")
+    return sorted(set(items))
+
+
 def profile_file(name: str) -> Path:
     path = PROFILE_DIR / f"{name}.yaml"
     if not re.fullmatch(r"[A-Za-z0-9_-]+", str(name)) or not path.exists():
@@ -206,6 +225,7 @@ def notebook_profile(namespace: dict[str, Any]) -> Profile:
         raise ProfileError(f"unknown parameter(s) {unknown}: not a setting of profile {name!r}; "
                            f"known settings: {', '.join(Settings.model_fields)}")
     overrides = {k: namespace[k] for k in Settings.model_fields if k != "profile" and namespace.get(k) is not None}
+    parse_runs(namespace.get("runs"))
     profile = load_profile(name, **overrides)
     from .preflight import preflight
 
@@ -223,6 +243,8 @@ def profile_from_args(args: list[str]) -> Profile:
         if flag not in ("-p", "--parameters") or len(rest) < 2:
             raise ProfileError(f"PARAMS: expected '-p NAME VALUE' pairs, got {' '.join([flag] + rest)!r}")
         key, value, *rest = rest
-        if key not in NOTEBOOK_PARAMETERS:
+        if key == "runs":
+            parse_runs(value)
+        elif key not in NOTEBOOK_PARAMETERS:
             overrides[key] = yaml.safe_load(value)
     return load_profile(name, **overrides)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import Profile
+from .config import Profile, parse_runs
 from .data.collection import read_collection
 from .data.papers import paper_text
 from .data.questions import read_questions
@@ -181,6 +181,7 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     With the replay backend a run whose record stops part-way (an interrupted recording) is
     replayed up to that point and reported; it is saved and marked, not scored.
     """
+    runs = parse_runs(runs)
     parts = ProfileParts(profile, progress=progress)
     qs = scored_questions(profile, parts.papers)
     if runs is None:

@@ -46,7 +46,7 @@ from IPython.display import Markdown, display
 
 from lib import pipeline
 from lib.report import plots
-from lib.config import ROOT, notebook_profile
+from lib.config import notebook_profile, shown_path
 from lib.data.questions import copied_ngrams, words
 
 cfg = notebook_profile(globals())
@@ -58,7 +58,7 @@ if cfg.questions_source == "generate":
 qs = pd.DataFrame(pipeline.all_questions(cfg, papers))
 by_id = {p["id"]: p for p in papers}
 qs["words"] = qs["question"].map(lambda t: len(words(t)))
-display(Markdown(f"`{pipeline.questions_path(cfg).relative_to(ROOT)}`: {len(qs)} questions, "
+display(Markdown(f"`{shown_path(pipeline.questions_path(cfg))}`: {len(qs)} questions, "
                  f"{int(qs.ok.sum())} passed review; generator: {', '.join(sorted(qs.generator.unique()))}."))
 
 # %% [markdown]

@@ -112,6 +112,11 @@ def test_unknown_profile_and_parameters_get_the_projects_own_message():
     with pytest.raises(ProfileError, match=r"unknown parameter\(s\) \['rerank_kk'\]"):
         notebook_profile({"profile": "offline", "rerank_kk": 5})
     assert profile_from_args(["offline", "-p", "dense_k", "20", "-p", "runs", "[3]"]).dense_k == 20
+    for bad in ("-1", "[0]", "[]", "two"):
+        with pytest.raises(ProfileError, match="parameter 'runs'"):
+            profile_from_args(["offline", "-p", "runs", bad])
+    with pytest.raises(ProfileError, match="parameter 'runs'"):
+        notebook_profile({"profile": "offline", "runs": -1})
 
 
 def test_non_default_settings_and_own_questions_never_write_into_the_shipped_outputs(tmp_path):

@@ -10,7 +10,7 @@ import json
 import statistics
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import numpy as np
 
@@ -214,7 +214,3 @@ def make_collection(profile: Profile, force: bool = False) -> tuple[list[dict], 
         given_sources=profile.source_ids or ())
     write_collection(rows, {**stats, "inputs_key": key}, profile)
     return rows, json.loads(man.read_text())
-
-
-def iter_sources(rows: list[dict]) -> Iterator[dict]:
-    return (r for r in rows if r["role"] == "source")
