@@ -12,8 +12,12 @@ PARAMS ?=
 export PYTHONPATH := $(CURDIR)
 export HF_HUB_OFFLINE := $(if $(filter article,$(PROFILE)),0,1)
 export TOKENIZERS_PARALLELISM := false
+# the rendered pages carry no progress bars
+export TQDM_DISABLE := 1
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
+export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report test notebook sync reranker local-llm bench expected readme-table clean-report
+.PHONY: setup report test notebook sync lab reranker local-llm bench expected readme-table
 
 setup: $(VENV)/.setup-done
 
@@ -33,9 +37,7 @@ report: setup sync
 	  echo "== $$nb"; \
 	  $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS); \
 	done; \
-	$(BIN)/jupyter nbconvert --log-level WARN --to html $$out/*.ipynb --output-dir $$out; \
-	$(BIN)/python scripts/build_report.py $(PROFILE) $(PARAMS); \
-	echo "$$out/index.html"
+	$(BIN)/python scripts/build_report.py $(PROFILE) $(PARAMS)
 
 # rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 3"
 # (a run whose parameters change results writes into its own folder under results/, never over report/)
@@ -43,11 +45,19 @@ notebook: setup sync
 	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(PARAMS)) || exit 2; \
 	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); mkdir -p $$out; \
 	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
-	$(BIN)/jupyter nbconvert --log-level WARN --to html $$out/$$nb.ipynb --output-dir $$out && echo "$$out/$$nb.html"
+	$(BIN)/python scripts/build_report.py $(PROFILE) $(PARAMS) && echo "$$out/$$nb.html"
 
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@
+
+# JupyterLab on the notebooks with the project's kernel (jupytext pairs each .ipynb with its .py)
+$(VENV)/.lab-setup-done: requirements-lab.txt $(VENV)/.setup-done
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
+	touch $@
+
+lab: setup sync $(VENV)/.lab-setup-done
+	$(BIN)/jupyter lab --notebook-dir=notebooks
 
 test: setup $(VENV)/.test-setup-done
 	$(BIN)/ruff check lib scripts tests notebooks/*.py

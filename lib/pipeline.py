@@ -10,7 +10,7 @@ import pandas as pd
 from .config import Profile, parse_runs
 from .data.collection import read_collection
 from .data.papers import paper_text
-from .data.questions import read_questions
+from .data.questions import read_questions, read_twopart_questions
 from .designs import Question, Result, design_class, design_names, llm_design_names
 from .errors import DataError
 from .evaluation import scores
@@ -43,10 +43,21 @@ def all_questions(profile: Profile, papers: list[dict] | None = None) -> list[di
     return read_questions(questions_path(profile), known_ids={p["id"] for p in papers})
 
 
+def twopart_questions(profile: Profile, papers: list[dict] | None = None) -> list[dict]:
+    """The two-part question rows, checked against the collection's ids."""
+    if not profile.twopart_questions_path:
+        raise DataError(f"profiles/{profile.name}.yaml: question_set 'twopart' needs twopart_questions_path")
+    papers = papers if papers is not None else collection(profile)
+    return read_twopart_questions(profile.path("twopart_questions_path"), {p["id"] for p in papers})
+
+
 def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list[Question]:
-    """The questions that are scored: review ok = 1, in the profile's form (full or short)."""
+    """The questions that are scored: review ok = 1, in the profile's form (full or short). In the
+    two-part condition each question's source is its two papers, joined by ";"."""
     out = []
-    for row in all_questions(profile, papers):
+    twopart = profile.question_set == "twopart"
+    rows = twopart_questions(profile, papers) if twopart else all_questions(profile, papers)
+    for row in rows:
         if not row["ok"]:
             continue
         text = row["question"]
@@ -55,7 +66,8 @@ def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list
                 raise DataError(f"{questions_path(profile)}: qid {row['qid']}: field 'short' is empty "
                                 "but question_form is 'short'")
             text = row["short"]
-        out.append(Question(row["qid"], text, row["source_id"], row.get("style", "")))
+        source = ";".join(row["source_ids"]) if twopart else row["source_id"]
+        out.append(Question(row["qid"], text, source, "twopart" if twopart else row.get("style", "")))
     limit = profile.question_limit
     return out[:limit] if limit else out
 
@@ -96,7 +108,12 @@ class ProfileParts:
     @cached_property
     def _llm(self):
         p = self.profile
-        return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend)
+        settings = {}
+        if p.llm_backend == "anthropic":
+            from .llm.anthropic_backend import profile_backend_kwargs
+
+            settings = profile_backend_kwargs(p, "llm")
+        return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend, **settings)
 
     def llm(self):
         return self._llm
@@ -188,6 +205,8 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
         runs = sorted(set().union(*(default_runs(profile, n) for n in names)))
     designs = [make_design(n, profile, parts) for n in names]
     rdir = results_dir(profile)
+    if profile.llm_backend == "anthropic" and any(design_class(n).uses_llm for n in names):
+        paid_preflight(profile, designs, qs, runs)
     replay = profile.llm_backend == "replay" and any(design_class(n).uses_llm for n in names)
     out: dict[int, dict[str, list[Result]]] = {}
     for k in runs:
@@ -209,6 +228,22 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     return out
 
 
+def paid_preflight(profile: Profile, designs: list, questions: list[Question], runs: list[int]) -> None:
+    """Before any paid call: print the projected calls, tokens and cost of what is about to run,
+    stop if it exceeds ``max_cost_usd``, and with ``llm_batch`` send the first turns as one batch."""
+    from .llm.cost import check_budget, project_designs
+
+    projection = project_designs(designs, questions, runs)
+    for name, p in projection.items():
+        print(f"{name}: about {p['calls']} calls, {p['input_tokens']:,} input and {p['output_tokens']:,} output tokens, "
+              f"{p['usd']:.2f} USD ({p['batch_usd']:.2f} USD as a batch)")
+    check_budget(list(projection.values()), profile.max_cost_usd, batch=profile.llm_batch)
+    if profile.llm_batch:
+        from .llm.batches import prefetch_first_turns
+
+        prefetch_first_turns(designs, questions, runs, max_cost_usd=profile.max_cost_usd, log=print)
+
+
 # --------------------------------------------------------------------------- reading saved runs
 def load_scored(profile: Profile) -> scores.Scored:
     """The profile's saved runs, restricted the one way every table of the report uses."""
@@ -228,7 +263,7 @@ def design_summary(profile: Profile, name: str) -> pd.DataFrame:
     """One design's summary from its saved complete runs (the partial-run rule of notebook 07)."""
     sources = {q.qid: q.source_id for q in scored_questions(profile)}
     res = [r for p in run_files(results_dir(profile), name) for r in read_results(p)]
-    pq = scores.scored_runs(per_question(res, sources))
+    pq = scores.scored_runs(per_question(res, sources), len(sources))
     return pq if pq.empty else scores.design_summary(pq)[SUMMARY_COLUMNS]
 
 
@@ -249,6 +284,6 @@ def design_page(profile: Profile, name: str, runs=None) -> dict:
     return {"runs": out, "summary": design_summary(profile, name), "provenance": provenance_table(profile, name)}
 
 
-__all__ = ["all_questions", "collection", "design_names", "design_page", "design_summary", "llm_design_names",
+__all__ = ["all_questions", "collection", "design_class", "design_names", "design_page", "design_summary", "llm_design_names",
            "load_scored", "make_design", "provenance_table", "questions_path", "results_dir", "run", "run_many",
            "scored_questions", "searcher", "summary_for_profile"]

@@ -136,5 +136,5 @@ def write_trec(results: Iterable[Result], path: Path, tag: str) -> Path:
 
 
 def write_qrels(questions: Iterable[Question], path: Path) -> Path:
-    """A TREC qrels file (qid 0 docid 1): each question's source paper, beside the run files."""
-    return write_text(Path(path), "".join(f"{q.qid} 0 {q.source_id} 1\n" for q in questions))
+    """A TREC qrels file (qid 0 docid 1): each question's source paper(s), beside the run files."""
+    return write_text(Path(path), "".join(f"{q.qid} 0 {s} 1\n" for q in questions for s in q.source_id.split(";")))

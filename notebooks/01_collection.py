@@ -16,20 +16,21 @@
 # %% [markdown]
 # # 1. The collection
 #
+# *What does every design search over?*
+#
 # Every design searches the same collection of recent arXiv papers, each represented by its title
 # and abstract only. It is built in three steps:
 #
-# 1. **Sources.** With a fixed seed, draw the source papers from those first listed in the window
-#    (default 2026-07-01 to 2026-08-22, after the article's models' training cut-off) in cs.AI, cs.CL,
-#    cs.IR or cs.LG. Only new submissions count: the daily listings also carry old papers that were
+# 1. **Sources.** With a fixed seed, draw the source papers from those first listed in the profile's
+#    window (after the article's models' training cut-off; the table below gives it) in its
+#    categories. Only new submissions count: the daily listings also carry old papers that were
 #    replaced or cross-listed, and those are skipped. Each question is written from one source paper.
 # 2. **Lookalikes.** For each source, its 5 most similar papers by TF-IDF cosine over title + abstract,
 #    taken from the whole pool, so that every source has close competitors.
 # 3. **Fillers.** Random papers from the pool, up to the collection size.
 #
-# The `offline` profile draws from the bundled snapshot of 63,903 arXiv papers (see `data/README.md`);
-# the `article` profile asks the arXiv API. The pilot profile gives 300 papers and 20 sources,
-# whose sources are the first 20 of the default draw.
+# The `offline` profile draws from the bundled arXiv snapshot (see `data/README.md`); the `article`
+# profile asks the arXiv API. The pilot profile's sources are the first of the default draw.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -43,10 +44,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib.data.collection import make_collection
+from lib.report.article import article_figures
+from lib.report.pages import open_page, reading
 from lib.report import plots
 from lib.config import notebook_profile
 
 cfg = notebook_profile(globals())
+open_page(cfg, "collection_source", "window_start", "window_end", "n_sources", "n_papers", "seed")
 rows, manifest = make_collection(cfg)
 display(Markdown(f"Profile **{cfg.name}**: collection source `{cfg.collection_source}`, seed {cfg.seed}, "
                  f"window {cfg.window_start} to {cfg.window_end}, categories {', '.join(cfg.categories)}."))
@@ -69,7 +73,7 @@ summary = pd.DataFrame([
 summary
 
 # %%
-plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png");
+plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png")
 
 # %% [markdown]
 # A source and its closest lookalike (the first source of the draw):
@@ -78,5 +82,13 @@ plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png")
 first = manifest["source_order"][0]
 by_id = {r["id"]: r for r in rows}
 nid, sim = manifest["lookalikes"][first][0]
-pd.DataFrame([{"paper": "source", "id": first, "title": by_id[first]["title"]},
-              {"paper": f"lookalike (TF-IDF cosine {sim:.3f})", "id": nid, "title": by_id[nid]["title"]}])
+pair = pd.DataFrame([{"paper": "source", "id": first, "title": by_id[first]["title"]},
+                     {"paper": f"lookalike (TF-IDF cosine {sim:.3f})", "id": nid, "title": by_id[nid]["title"]}])
+pair.style.hide(axis="index")
+
+# %%
+reading(f"The collection holds {manifest['n_papers']:,} papers: {manifest['by_role'].get('source', 0)} sources drawn "
+        f"from {manifest['eligible_sources']:,} eligible papers of {manifest['pool_size']:,} in the pool, "
+        f"{manifest['by_role'].get('lookalike', 0)} lookalikes and {manifest['by_role'].get('filler', 0)} fillers. A "
+        f"source's closest lookalike has a median TF-IDF similarity of {nb['median']:.2f} (the article reports "
+        f"{article_figures()['collection']['top_neighbour_tfidf_median']:.2f}).")

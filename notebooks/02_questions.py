@@ -16,6 +16,8 @@
 # %% [markdown]
 # # 2. The questions
 #
+# *What is each design asked to find, and can every question be answered by its source alone?*
+#
 # One question per source paper, written from its title and abstract only, in three styles that
 # rotate in draw order: **specific** (names the method or setting in its own words), **problem**
 # (describes the problem without naming the method) and **vague** (short, imprecise, half
@@ -45,11 +47,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.report import plots
 from lib.config import notebook_profile, shown_path
-from lib.data.questions import copied_ngrams, words
+from lib.data.questions import copied_ngrams, read_twopart_questions, words
+from lib.report import plots
+from lib.report.pages import open_page, reading, whole_table
 
 cfg = notebook_profile(globals())
+open_page(cfg, "questions_source", "questions_path")
 papers = pipeline.collection(cfg)
 if cfg.questions_source == "generate":
     from lib.data.question_gen import generate_for_profile
@@ -65,11 +69,12 @@ display(Markdown(f"`{shown_path(pipeline.questions_path(cfg))}`: {len(qs)} quest
 # ## Counts and lengths by style
 
 # %%
-qs.groupby("style").agg(questions=("qid", "count"), passed=("ok", "sum"), median_words=("words", "median"),
-                        min_words=("words", "min"), max_words=("words", "max")).reindex(["specific", "problem", "vague"])
+by_style = qs.groupby("style").agg(questions=("qid", "count"), passed=("ok", "sum"), median_words=("words", "median"),
+                                   min_words=("words", "min"), max_words=("words", "max"))
+by_style.reindex([s for s in ("specific", "problem", "vague") if s in by_style.index]).astype(int)
 
 # %%
-plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png");
+plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png")
 
 # %% [markdown]
 # ## The first question of each style
@@ -78,13 +83,19 @@ plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png")
 # %%
 first = qs.groupby("style", sort=False).head(1)
 pd.DataFrame({"style": first["style"], "question": first["question"], "short form": first["short"],
-              "source title": first["source_id"].map(lambda s: by_id[s]["title"])})
+              "source title": first["source_id"].map(lambda s: by_id[s]["title"])}).style.hide(axis="index")
+
+# %% [markdown]
+# ## Every question, with its review
+
+# %%
+whole_table(qs[["qid", "style", "question", "short", "ok", "review_note", "words"]], cfg, "questions")
 
 # %% [markdown]
 # ## Failed review, with the reason
 
 # %%
-qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]]
+qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]].style.hide(axis="index")
 
 # %% [markdown]
 # ## The 4-gram check
@@ -95,3 +106,37 @@ copies = [(r.qid, f, g) for r in qs.itertuples() for f in ("question", "short")
           for g in copied_ngrams(by_id[r.source_id]["title"], getattr(r, f) or "")]
 display(Markdown(f"**{len(copies)}** copied 4-grams in {len(qs)} questions and their short forms."))
 pd.DataFrame(copies, columns=["qid", "field", "copied words"])
+
+# %% [markdown]
+# ## Two-part questions
+# A second set, where one search is not supposed to be enough: each question is answered only by
+# **two** papers of the collection together. The pairs come from a fixed rule that never looks at
+# a retriever (each source, in draw order, with its most similar TF-IDF lookalike not yet used);
+# the review passed a question only if the two abstracts together answer it, neither alone does,
+# and none of either paper's 3 nearest other papers replaces it.
+
+# %%
+tp = None
+if cfg.twopart_questions_path:
+    tp = pd.DataFrame(read_twopart_questions(cfg.path("twopart_questions_path"), {p["id"] for p in papers}))
+    tp["words"] = tp["question"].map(lambda t: len(words(t)))
+    display(Markdown(f"`{shown_path(cfg.path('twopart_questions_path'))}`: {len(tp)} questions, {int(tp.ok.sum())} "
+                     f"passed review; {int(tp.words.median())} words at the median ({tp.words.min()} to "
+                     f"{tp.words.max()}); generator: {', '.join(sorted(tp.generator.unique()))}."))
+    t1 = tp.iloc[0]
+    display(pd.DataFrame([{"qid": t1.qid, "question": t1.question, "short form": t1.short,
+                           "first paper": by_id[t1.source_ids[0]]["title"],
+                           "second paper": by_id[t1.source_ids[1]]["title"]}]).style.hide(axis="index"))
+    display(Markdown("Failed review, with the reason:"))
+    display(tp.loc[tp.ok == 0, ["qid", "question", "review_note"]].style.hide(axis="index"))
+    whole_table(tp.assign(source_ids=tp.source_ids.str.join(";"))[["qid", "source_ids", "question", "short", "ok",
+                                                                   "review_note"]], cfg, "questions_twopart")
+else:
+    display(Markdown("This profile has no two-part question set (`twopart_questions_path`)."))
+
+# %%
+text = (f"{int(qs.ok.sum())} of {len(qs)} questions passed review and are scored; their median length is "
+        f"{int(qs.loc[qs.ok == 1, 'words'].median())} words, and {len(copies)} copy 4 or more title words.")
+if tp is not None:
+    text += f" The two-part set adds {int(tp.ok.sum())} reviewed questions that need two papers each."
+reading(text)

@@ -16,6 +16,8 @@
 # %% [markdown]
 # # 3. Dense search (the baseline)
 #
+# *How often does one search with the question as written find the source paper?*
+#
 # Embed the question with the profile's embedder (offline: all-MiniLM-L6-v2; article:
 # BAAI/bge-small-en-v1.5) and return the nearest abstracts by exact cosine similarity, ties broken
 # by paper id. The collection is embedded once and cached on disk keyed by model and text.

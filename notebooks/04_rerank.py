@@ -16,6 +16,8 @@
 # %% [markdown]
 # # 4. Rerank
 #
+# *Does a second, closer look at the dense top 50 put the source higher?*
+#
 # Dense top 50, reordered by a second look at each candidate (Nogueira & Cho 2019). The `article`
 # profile uses the cross-encoder cross-encoder/ms-marco-MiniLM-L-6-v2 alone.
 #

@@ -16,14 +16,18 @@
 # %% [markdown]
 # # 5. Multi-query
 #
+# *Does searching with the LLM's rewrites of the question, fused with the question itself, find the
+# source more often than the question alone?*
+#
 # An LLM writes 3 different versions of the question; the original and the 3 versions are searched
 # (dense top 50 each) and the 4 lists fused with reciprocal rank fusion, k = 60 (Cormack et al.
-# 2009), untuned. Three runs (the model samples at the profile's temperature, one seed per call).
+# 2009), untuned. It runs the profile's number of times (the model samples at the profile's
+# temperature, one seed per call); the tables below say how many runs are saved.
 #
 # Offline, `make report` replays the recorded responses of the local model (Qwen2.5-Coder-1.5B-Instruct,
 # Q4_K_M, llama.cpp on the CPU); `llm_backend = "local"` calls it again (`make local-llm` installs it),
 # and the `article` profile calls Claude Haiku. The local model gets one worked example and a grammar
-# that asks for exactly 3 lines: a stated difference from the article's prompt (`lib/prompts.py`).
+# that asks for exactly 3 lines: a stated difference from the article's prompt (`lib/llm/prompts.py`).
 
 # %% tags=["parameters"]
 profile = "offline"

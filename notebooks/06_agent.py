@@ -16,14 +16,18 @@
 # %% [markdown]
 # # 6. The agent
 #
+# *Does an LLM that sees the top titles and may search again find the source more often than one
+# search?*
+#
 # Search with the question as written; the LLM sees the titles of the top 5 and replies only
-# `{"decision":"stop"}` or `{"decision":"search","query":"..."}`; at most 3 searches; a malformed
-# reply, an empty query or a repeated query ends the loop (recorded as the stop reason); all lists
-# fused with RRF, k = 60. Every query the agent writes is kept in the record.
+# `{"decision":"stop"}` or `{"decision":"search","query":"..."}`; at most the profile's
+# `agent_max_searches` searches (3, as in the article); a malformed reply, an empty query or a
+# repeated query ends the loop (recorded as the stop reason); all lists fused with RRF, k = 60.
+# Every query the agent writes is kept in the record.
 #
 # The local model gets two worked examples and a grammar whose reply first names the matching title
 # (`{"match":K,"decision":"stop"}` or `{"match":0,"decision":"search","query":"..."}`): a stated
-# difference from the article's prompt (`lib/prompts.py`).
+# difference from the article's prompt (`lib/llm/prompts.py`).
 
 # %% tags=["parameters"]
 profile = "offline"

@@ -16,28 +16,35 @@
 # %% [markdown]
 # # 7. Scores
 #
+# *Does any design find the source paper more often, or higher, than plain dense search?*
+#
 # Per question: **recall@5** (the source paper is in the top 5) and **MRR@10** (1 / its rank if
 # within 10, else 0). Per design: the mean over questions; for the LLM designs, the mean over runs
 # with the lowest and highest run. Each design is compared with dense **on the same questions**: a
-# paired bootstrap of design minus dense (2,000 resamples of the questions, 95% percentile range,
-# fixed seed; for LLM designs the per-question value is the mean over runs). Only questions that
-# passed review, and that every saved run of every design answered, are scored.
+# paired bootstrap of design minus dense (the profile's number of resamples of the questions, 95%
+# percentile range, fixed seed; for LLM designs the per-question value is the mean over runs).
+# **[95% range]** is the range that holds the middle 95% of those resampled differences: when it
+# excludes 0, the difference is larger than the question sample alone would produce. Only questions
+# that passed review, and that every complete run of every design answered, are scored.
 
 # %% tags=["parameters"]
 profile = "offline"
 question_form = None   # full | short
 
 # %%
-
+import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import notebook_profile
-from lib.evaluation import scores
+from lib.config import notebook_profile, shown_path
+from lib.evaluation import power, scores
 from lib.io import write_json
 from lib.report import plots
+from lib.report.article import article_cell
+from lib.report.pages import open_page, reading, whole_table
 
 cfg = notebook_profile(globals())
+open_page(cfg, "bootstrap_resamples", "bootstrap_seed")
 rdir = pipeline.results_dir(cfg)
 sc = pipeline.load_scored(cfg)
 qs, pq_all, pq, common, partial = sc.questions, sc.pq_all, sc.pq, sc.common, sc.partial
@@ -46,61 +53,108 @@ runs_saved["scored"] = [(d, r) not in set(partial) for d, r in zip(runs_saved.de
 display(Markdown(f"**{len(qs)}** reviewed questions; **{len(common)}** answered by every scored run of every design "
                  f"and scored below. Runs stopped part-way are saved but not scored: "
                  f"{', '.join(f'{d} run {r}' for d, r in partial) or 'none'}."))
-runs_saved
+runs_saved.style.hide(axis="index")
 
 # %% [markdown]
-# ## Per design
+# ## Per design: scores, beside the article's
+# The article's column: its reported value (its difference from dense and range in brackets;
+# `data/article_figures.json` says where each comes from). Its parts differ from the offline ones.
 
 # %%
 summary = scores.design_summary(pq)
-table = summary[["design", "runs", "questions", "recall_at_5", "recall_at_5_min", "recall_at_5_max", "mrr_at_10",
-                 "mrr_at_10_min", "mrr_at_10_max", "searches", "searches_1", "searches_2", "searches_3",
-                 "latency_median_s", "latency_p90_s", "llm_calls", "tokens_in", "tokens_out", "cost_usd_per_q",
-                 "cost_total_usd"]]
-table.round(4)
+deltas = scores.deltas(pq, n_resamples=cfg.bootstrap_resamples, seed=cfg.bootstrap_seed)
+
+
+def with_range(row, m):
+    cell = f"{row[m]:.3f}"
+    return cell + (f" ({row[m + '_min']:.3f}–{row[m + '_max']:.3f})" if row["runs"] > 1 else "")
+
+
+def delta_cell(design, m):
+    d = deltas[(deltas.design == design) & (deltas.metric == m)]
+    return "—" if d.empty else f"{d.delta.iloc[0]:+.3f} [{d.low.iloc[0]:+.3f}, {d.high.iloc[0]:+.3f}]"
+
+
+score_table = pd.DataFrame([{
+    "design": r.design, "runs": int(r.runs), "questions": int(r.questions),
+    "recall@5 (runs)": with_range(r, "recall_at_5"), "recall@5 − dense [95% range]": delta_cell(r.design, "recall_at_5"),
+    "article recall@5": article_cell(r.design, "recall_at_5"),
+    "MRR@10 (runs)": with_range(r, "mrr_at_10"), "MRR@10 − dense [95% range]": delta_cell(r.design, "mrr_at_10"),
+    "article MRR@10": article_cell(r.design, "mrr_at_10")} for _, r in summary.iterrows()])
+score_table.style.hide(axis="index")
 
 # %% [markdown]
-# ## Each design minus dense, with its 95% paired bootstrap range
+# ## Per design: effort and cost
+# Searches per question (and the share of questions with 1, 2 or 3 searches), latency per question
+# (median and 90th percentile, seconds), LLM calls and tokens per question, cost per question (USD;
+# the local model has no fee).
 
 # %%
-deltas = scores.deltas(pq, n_resamples=cfg.bootstrap_resamples, seed=cfg.bootstrap_seed)
-deltas.round(4)
+effort = summary[["design", "searches", "searches_1", "searches_2", "searches_3", "latency_median_s", "latency_p90_s",
+                  "llm_calls", "tokens_in", "tokens_out", "cost_usd_per_q"]].copy()
+effort[["tokens_in", "tokens_out"]] = effort[["tokens_in", "tokens_out"]].round().astype(int)
+effort.style.hide(axis="index").format(precision=3)
+
+# %% [markdown]
+# ## Headroom and power
 
 # %%
 head = scores.headroom(pq)
-display(Markdown(f"**Headroom.** Dense misses the source at 5 for **{head['dense_misses_at_5']}** of "
-                 f"{head['questions']} questions, so no design can raise recall@5 by more than "
-                 f"**{head['max_recall_gain']:.3f}**. (Dense misses it at 10 for {head['dense_misses_at_10']}.)"))
+pw = power.power_table(pq)
+rec = pw[(pw.metric == "recall_at_5") & (pw.sd_of_differences > 0)]
+display(Markdown(
+    f"**Headroom.** Dense misses the source at 5 for **{head['dense_misses_at_5']}** of {head['questions']} questions, so "
+    f"no design can raise recall@5 by more than **{head['max_recall_gain']:.3f}**. (Dense misses it at 10 for "
+    f"{head['dense_misses_at_10']}.)\n\n**Power.** From the observed per-question differences, with "
+    f"{len(common)} questions the smallest difference a paired test detects with 80% power at a two-sided 5% level "
+    f"is {rec.min_detectable_difference.min():.3f} to {rec.min_detectable_difference.max():.3f} in recall@5 "
+    f"(by design); a 1-point recall@5 gain would need {int(rec['questions_for_0.01'].min()):,} to "
+    f"{int(rec['questions_for_0.01'].max()):,} questions."))
+pw.style.hide(axis="index").format(precision=3)
+
+# %% [markdown]
+# ## By question style and by question length
+# Each design minus dense within each group, with the group's question count and its own range.
+
+# %%
+styles = {q.qid: q.style or "(none)" for q in qs}
+by_style = scores.breakdown(pq, styles, cfg.bootstrap_resamples, cfg.bootstrap_seed)
+by_length = scores.breakdown(pq, scores.length_bins([q for q in qs if q.qid in set(common)]),
+                             cfg.bootstrap_resamples, cfg.bootstrap_seed)
+whole_table(by_style.round(3), cfg, "by_style", "by question style")
+whole_table(by_length.round(3), cfg, "by_length", "by question length (terciles of words)")
 
 # %% [markdown]
 # ## Wins and losses against dense
 # A win: the source is in the design's top 5 and not in dense's; a loss: the reverse.
 
 # %%
-scores.wins_losses(pq)
-
-# %%
-scores.losses_by_runs(pq)
+display(scores.wins_losses(pq).style.hide(axis="index"))
+scores.losses_by_runs(pq).style.hide(axis="index")
 
 # %% [markdown]
 # ## Charts
 
 # %%
 rs = scores.run_scores(pq)
-plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png");
+plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png")
 
 # %%
-plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png");
+plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png")
 
 # %% [markdown]
 # ## Saved, and checked against the expected scores
-# `results/scores.csv` (per design and run) and `results/deltas.csv`. The expected scores checked
-# into `results/expected_scores.json` are compared with what was computed now (the 2CR practice);
-# any drift is flagged here and fails `make test` in the pilot setting.
+# Per design and run (`scores.csv`), the differences (`deltas.csv`) and a summary (`summary.json`)
+# are saved in the results folder. The expected scores checked in beside them are compared with
+# what was computed now (the 2CR practice); any drift is flagged here and fails `make test` in the
+# pilot setting.
 
 # %%
 rs.to_csv(rdir / "scores.csv", index=False)
 deltas.to_csv(rdir / "deltas.csv", index=False)
+by_style.to_csv(rdir / "by_style.csv", index=False)
+by_length.to_csv(rdir / "by_length.csv", index=False)
+pw.to_csv(rdir / "power.csv", index=False)
 write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.question_form,
                                     "questions_reviewed": len(qs), "questions_scored": len(common),
                                     "headroom": head, "designs": summary.to_dict(orient="records"),
@@ -109,9 +163,22 @@ write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.que
 expected = rdir / "expected_scores.json"
 drift = scores.check_drift(summary, expected) if expected.exists() else None
 if drift is None:
-    display(Markdown("No expected-scores file for this profile yet (`make expected` writes one)."))
+    display(Markdown(f"No expected-scores file in `{shown_path(rdir)}` (`make expected` writes one)."))
 else:
     flagged = drift[drift.status == "DRIFT"]
     display(Markdown("**No drift**: every design matches the expected scores." if flagged.empty else
                      f"**DRIFT** in {len(flagged)} value(s): see the table."))
-    display(drift)
+    display(drift.style.hide(axis="index").format(precision=6))
+
+# %%
+better = deltas[(deltas.low > 0)]
+worse = deltas[(deltas.high < 0)]
+names = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+text = (f"Over {len(common)} questions, dense reaches recall@5 {summary.set_index('design').loc['dense', 'recall_at_5']:.3f}. "
+        + ("Measurably better than dense: " + "; ".join(f"{r.design} on {names[r.metric]} ({r.delta:+.3f})"
+                                                        for r in better.itertuples()) + ". " if len(better) else
+           "No design is measurably better than dense on either measure. ")
+        + ("Measurably worse: " + "; ".join(f"{r.design} on {names[r.metric]} ({r.delta:+.3f})"
+                                            for r in worse.itertuples()) + "." if len(worse) else
+           "None is measurably worse."))
+reading(text)

@@ -16,6 +16,8 @@
 # %% [markdown]
 # # 8. Failure cases
 #
+# *Where, and why, do the LLM designs find the source where dense does not, or lose it?*
+#
 # Where do multi-query and the agent differ from dense, and why? Below: every scored question
 # where the source's rank differs from dense's, with every query the LLM wrote, exactly as written;
 # then a measurement of what the article only read by hand: the words the agent added to the
@@ -32,9 +34,10 @@ from IPython.display import Markdown, display
 from lib import pipeline
 from lib.config import notebook_profile
 from lib.evaluation import failures
+from lib.report.pages import open_page, reading, whole_table
 
-pd.set_option("display.max_colwidth", 200)
 cfg = notebook_profile(globals())
+open_page(cfg)
 sc = pipeline.load_scored(cfg)
 qtext = {q.qid: q.text for q in sc.questions}
 pq, results = sc.pq, sc.results
@@ -47,7 +50,7 @@ cases = failures.differing_cases(pq, results, qtext)
 display(Markdown(f"{len(cases)} (question, design, run) cases differ from dense; "
                  f"{(cases.change == 'better').sum() if len(cases) else 0} better, "
                  f"{(cases.change == 'worse').sum() if len(cases) else 0} worse."))
-cases
+whole_table(cases, cfg, "differing_cases", "every (question, design, run) whose rank of the source differs from dense")
 
 # %% [markdown]
 # ## How the agent used its searches
@@ -63,7 +66,7 @@ else:
         "used all 3": [(agent.searches == 3).mean()],
         "used all 3 and still missed at 5": [((agent.searches == 3) & (agent.recall_at_5 == 0)).mean()],
     }).T.rename(columns={0: "share of (question, run)"})
-    display(usage)
+    display(usage.style.format("{:.1%}"))
     display(agent.stop_reason.value_counts().rename("stop reasons").to_frame())
 
 # %% [markdown]
@@ -82,7 +85,7 @@ if len(added):
     display(Markdown(f"{len(added)} agent queries, {added.n_added.mean():.1f} added words per query on average; "
                      "most frequent added words:"))
     display(words.value_counts().head(20).rename("times added").to_frame())
-added
+    whole_table(added, cfg, "agent_added_words", "every query the agent wrote, with the words it added")
 
 # %% [markdown]
 # ## Questions no design found (not in any design's top 10 in any run)
@@ -91,3 +94,13 @@ added
 found = pq.groupby("qid").mrr_at_10.max()
 missed = [q for q in found.index if found[q] == 0]
 pd.DataFrame([{"qid": q, "question": qtext[q]} for q in missed])
+
+# %%
+n_better = int((cases.change == "better").sum()) if len(cases) else 0
+n_worse = int((cases.change == "worse").sum()) if len(cases) else 0
+text = (f"{len(cases)} (question, design, run) cases rank the source differently from dense: {n_better} better and "
+        f"{n_worse} worse. {len(missed)} question(s) were found by no design in any run (not in any top 10).")
+if not agent.empty:
+    text += (f" The agent stopped after its first search in {(agent.searches == 1).mean():.0%} of (question, run) pairs "
+             f"and used all searches in {(agent.searches == agent.searches.max()).mean():.0%}.")
+reading(text)

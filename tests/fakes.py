@@ -60,3 +60,31 @@ class FakeClient:
         if isinstance(outcome, Exception):
             raise outcome
         return anthropic.types.Message.model_validate(outcome if isinstance(outcome, dict) else reply_body(outcome))
+
+
+def error_fixture(name: str) -> tuple[int, dict, dict]:
+    """A recorded API error (tests/data/anthropic_error_<name>.json): status, headers, body."""
+    import json
+
+    d = json.loads((DATA / f"anthropic_error_{name}.json").read_text(encoding="utf-8"))
+    return d["status"], d["headers"], d["body"]
+
+
+def mock_sdk_client(handler, max_retries=6):
+    """The SDK's own ``anthropic.Anthropic`` over a scripted HTTP transport (``handler(request) ->
+    httpx2.Response``): its request building, retries and response parsing run for real."""
+    import anthropic
+    import httpx2
+
+    return anthropic.Anthropic(api_key="sk-test", max_retries=max_retries,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+
+
+class NoSleep:
+    """Stands in for ``time.sleep`` in the SDK's retry loop: records the waits, waits for none."""
+
+    def __init__(self):
+        self.waits = []
+
+    def __call__(self, seconds):
+        self.waits.append(seconds)

@@ -40,3 +40,35 @@ def test_every_pilot_notebook_runs_and_leaves_the_shipped_report_alone(executed)
         assert not errors, f"{name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
     assert after == shipped, "a pilot run wrote into report/ or figures/"
     assert (tmp / "results" / "summary.json").exists() and (tmp / "results" / "figures").is_dir()
+
+
+def test_the_rendered_pilot_report_reads_as_a_report(executed):
+    """The HTML as a reader gets it: charts inline where the notebooks draw them, no stderr boxes,
+    no injected parameters, no tables cut with '…', titles in words, and every link resolves."""
+    import re
+
+    from lib.config import load_profile
+    from lib.report.index_page import build_index
+    from lib.report.render import render
+
+    tmp, out, _, _ = executed
+    html_dir = tmp / "html"
+    html_dir.mkdir()
+    pages = {name: render(path, html_dir).read_text() for name, path in out.items()}
+    cfg = load_profile("pilot", data_dir=str(tmp / "data"), results_dir=str(tmp / "results"))
+    figs = [cfg.figures_dir / f"pilot_{k}.png" for k in ("scores", "deltas")]
+    index = build_index(html_dir, tmp / "results", "pilot", figs).read_text()
+    titles = notebook_titles()
+    for name, page in pages.items():
+        assert f"<title>{titles[name]}</title>" in page
+        assert "output_stderr" not in page, f"{name}: stderr shown"
+        assert "injected-parameters" not in page and "Parameters" not in page
+        assert not re.search(r"<td>\s*…\s*</td>|<th>\s*…\s*</th>", page), f"{name}: a table is cut"
+        assert 'href="index.html"' in page
+    for name in ("01_collection", "02_questions", "07_scores"):
+        assert "data:image/png;base64" in pages[name], f"{name}: no inline chart"
+    for link in re.findall(r'(?:href|src)="([^"#:]+)"', index) + [
+            x for p in pages.values() for x in re.findall(r'href="([^"#:]+\.(?:html|csv))"', p)]:
+        assert (html_dir / link).exists() or (cfg.report_dir / link).exists(), f"broken link {link}"
+    for name in titles:
+        assert f'href="{name}.html"' in index

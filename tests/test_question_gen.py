@@ -1,27 +1,30 @@
 """Live question generation, run against replies in the Claude Messages API's shape.
 
 The reply bodies are stored under tests/data/anthropic_*.json (id, type, role, model, content,
-stop_reason, usage) and handed out, in order, by a fake client behind the real
+stop_reason, stop_details, usage) and handed out, in order, by a fake client behind the real
 :class:`lib.llm.AnthropicBackend` and :class:`lib.llm.RecordedLLM`. They were written for these tests
-in the shape the API returns, not recorded from a paid run. The four source papers are real arXiv
-papers (CC0 metadata, abstracts shortened).
+in the shape the API returns for Claude Sonnet 5.5, not recorded from a paid run. The four source
+papers are real arXiv papers (CC0 metadata, abstracts shortened).
 """
 import json
 from pathlib import Path
 
 import pytest
 
+import lib.data.question_gen as qg
+from lib.config import load_profile
 from lib.errors import DataError
 from lib.llm import RecordedLLM, RecordStore
 from lib.llm.anthropic_backend import AnthropicBackend
-from lib.data.question_gen import (MALFORMED_REVIEW, STYLE_INSTRUCTIONS, Review, count_events, generate_question_set,
-                              neighbours_from_manifest, parse_question_reply, parse_review_reply,
-                              question_request, review_question)
+from lib.llm.cost import BudgetExceeded
+from lib.data.question_gen import (MALFORMED_REVIEW, REFUSED_QUESTION, STYLE_INSTRUCTIONS, Review, count_events,
+                                   generate_question_set, neighbours_from_manifest, parse_question_reply,
+                                   parse_review_reply, project_question_cost, question_request, review_question)
 from tests.fakes import FakeClient, reply_body
 from lib.data.questions import QUESTION_FIELDS, read_questions, write_questions
 
 DATA = Path(__file__).parent / "data"
-WRITER, REVIEWER = "claude-sonnet-4-5", "claude-haiku-4-5"
+WRITER = REVIEWER = "claude-sonnet-5-5"  # the article profile writes and reviews with Claude Sonnet 5.5
 
 
 def paper(pid, title, abstract):
@@ -75,7 +78,7 @@ NEIGHBOURS = {  # the 3 nearest other papers of each source (titles real, abstra
 }
 WRITER_REPLIES = ["question_tutor_json", "question_rollout_plain", "question_drift_copy", "question_drift_fixed",
                   "question_agenteval_fenced"]
-REVIEWER_REPLIES = ["review_tutor_pass", "review_rollout_fail", "review_drift_malformed", "review_agenteval_pass"]
+REVIEWER_REPLIES = ["review_tutor_pass", "review_rollout_fail", "review_drift_cut", "review_agenteval_pass"]
 
 
 def reply_text(name):
@@ -125,7 +128,9 @@ def test_styles_rotate_in_source_order(tmp_path):
 def test_writer_prompt_title_and_abstract_only(tmp_path):
     _, _, writer_calls, _ = run_set(tmp_path)
     first = writer_calls[0]
-    assert first["model"] == WRITER and "temperature" not in first and "thinking" not in first
+    assert first["model"] == WRITER and not {"temperature", "top_p", "top_k"} & set(first)
+    assert first["thinking"] == {"type": "between_tools"} and first["output_config"] == {"effort": "low"}
+    assert first["messages"][-1]["role"] == "user"  # no assistant prefill
     prompt = user_text(first)
     assert SOURCES[0]["title"] in prompt and SOURCES[0]["abstract"] in prompt
     assert not any(n["title"] in prompt for n in NEIGHBOURS[SOURCES[0]["id"]])
@@ -169,9 +174,9 @@ def test_review_verdicts_in_rows(tmp_path):
     assert [r["ok"] for r in rows] == [1, 0, 0, 1]
     assert rows[0]["review_note"] == json.loads(reply_text("review_tutor_pass"))["reason"]
     assert rows[1]["review_note"].startswith("Paper 1 (TRACE) also allocates")
-    assert rows[2]["review_note"] == MALFORMED_REVIEW
-    assert [e["qid"] for e in log if e["event"] == "malformed_review"] == ["q003"]
-    assert count_events(log) == {"plain_text_reply": 1, "regenerated": 1, "malformed_review": 1}
+    assert rows[2]["review_note"] == "the reviewer's reply was cut at max_tokens (stop_reason max_tokens)"
+    assert [(e["qid"], e["step"]) for e in log if e["event"] == "max_tokens"] == [("q003", "review")]
+    assert count_events(log) == {"plain_text_reply": 1, "regenerated": 1, "max_tokens": 1}
     review_prompt = user_text(reviewer_calls[0])
     assert reviewer_calls[0]["model"] == REVIEWER and "temperature" not in reviewer_calls[0]
     assert rows[0]["question"] in review_prompt and SOURCES[0]["abstract"] in review_prompt
@@ -220,15 +225,22 @@ def test_a_source_without_neighbours_is_an_error(tmp_path):
 
 
 # ------------------------------------------------------------------------------------ review
-@pytest.mark.parametrize("name, ok, malformed", [("review_tutor_pass", True, False),
-                                                 ("review_rollout_fail", False, False),
-                                                 ("review_drift_malformed", False, True)])
-def test_review_question(tmp_path, name, ok, malformed):
+@pytest.mark.parametrize("name, ok, malformed, stop", [("review_tutor_pass", True, False, ""),
+                                                       ("review_rollout_fail", False, False, ""),
+                                                       ("review_drift_malformed", False, True, ""),
+                                                       ("review_drift_cut", False, False, "max_tokens"),
+                                                       ("question_refusal", False, False, "refusal")])
+def test_review_question(tmp_path, name, ok, malformed, stop):
     client = FakeClient(name)
     review = review_question(recorded(REVIEWER, client, tmp_path), "a question?", SOURCES[0],
                              NEIGHBOURS[SOURCES[0]["id"]])
-    assert (review.ok, review.malformed) == (ok, malformed)
-    assert review.reason == (MALFORMED_REVIEW if malformed else json.loads(reply_text(name))["reason"])
+    assert (review.ok, review.malformed, review.stop_reason) == (ok, malformed, stop)
+    if stop == "refusal":
+        assert review.reason == "the reviewer refused (stop_reason refusal, category frontier_llm)"
+    elif stop:
+        assert review.reason.startswith("the reviewer's reply was cut at max_tokens")
+    else:
+        assert review.reason == (MALFORMED_REVIEW if malformed else json.loads(reply_text(name))["reason"])
     assert len(client.messages.calls) == 1
     assert len((tmp_path / "review.jsonl").read_text().splitlines()) == 1  # the malformed reply is recorded too
 
@@ -262,3 +274,86 @@ def test_neighbours_from_manifest_takes_the_three_nearest():
     assert [p["id"] for p in neighbours_from_manifest(manifest, papers)["p0"]] == ["p3", "p1", "p5"]
     with pytest.raises(DataError, match="p9"):
         neighbours_from_manifest({"lookalikes": {"p0": [["p9", 0.5]]}}, papers)
+
+
+# ------------------------------------------------------------------------------------ stop reasons
+def test_a_malformed_review_in_the_set_is_counted(tmp_path):
+    replies = ["review_tutor_pass", "review_rollout_fail", "review_drift_malformed", "review_agenteval_pass"]
+    rows, log, _, _ = run_set(tmp_path, reviewer_replies=replies)
+    assert rows[2]["review_note"] == MALFORMED_REVIEW and rows[2]["ok"] == 0
+    assert count_events(log) == {"plain_text_reply": 1, "regenerated": 1, "malformed_review": 1}
+
+
+def test_a_refused_question_marks_the_row_and_the_run_goes_on(tmp_path):
+    rows, log, writer_calls, reviewer_calls = run_set(
+        tmp_path, writer_replies=["question_refusal", "question_rollout_plain"],
+        reviewer_replies=["review_rollout_fail"], sources=SOURCES[:2])
+    assert len(writer_calls) == 2 and len(reviewer_calls) == 1  # no regeneration, no review of the refusal
+    assert (rows[0]["question"], rows[0]["ok"]) == (REFUSED_QUESTION, 0)
+    assert rows[0]["review_note"] == "the writer refused (stop_reason refusal, category frontier_llm); not reviewed"
+    assert rows[1]["question"] == reply_text("question_rollout_plain")  # the next source is written as usual
+    assert [e for e in log if e["event"] == "refusal"] == [
+        {"event": "refusal", "qid": "q001", "step": "question", "attempt": 1, "category": "frontier_llm"}]
+    write_questions(rows, tmp_path / "questions.csv")  # the marked row still makes a readable file
+    assert [r["ok"] for r in read_questions(tmp_path / "questions.csv", known_ids=[s["id"] for s in SOURCES])] == [0, 0]
+    # a rerun replays the refusal from the record: same rows, no call
+    again, again_log, calls, _ = run_set(tmp_path, writer_replies=(), reviewer_replies=(), sources=SOURCES[:2])
+    assert (again, again_log, calls) == (rows, log, [])
+
+
+def test_a_question_cut_at_max_tokens_marks_the_row(tmp_path):
+    cut = reply_body("question_tutor_json")
+    cut["content"][0]["text"] = '{"question": "How can an LLM Socratic tutor be kept from handing out answers'
+    cut["stop_reason"] = "max_tokens"
+    rows, log, writer_calls, reviewer_calls = run_set(tmp_path, writer_replies=[cut], reviewer_replies=(),
+                                                      sources=SOURCES[:1])
+    assert len(writer_calls) == 1 and reviewer_calls == [] and rows[0]["ok"] == 0
+    assert rows[0]["review_note"] == "the writer's reply was cut at max_tokens (stop_reason max_tokens); not reviewed"
+    assert count_events(log) == {"max_tokens": 1}
+
+
+# ------------------------------------------------------------------------------------ cost before calling
+def test_the_projected_cost_of_a_set(tmp_path):
+    llm = recorded(WRITER, FakeClient(), tmp_path)
+    proj = project_question_cost(llm, SOURCES, NEIGHBOURS)
+    assert proj["calls"] == 8 and proj["already_recorded"] == 0 and proj["usd"] > 0
+    assert proj["batch_usd"] == pytest.approx(proj["usd"] / 2)
+    run_set(tmp_path)  # records every call in tmp_path/writer and tmp_path/reviewer
+    done = recorded(WRITER, FakeClient(), tmp_path / "writer")
+    assert project_question_cost(done, SOURCES, NEIGHBOURS)["calls"] == 0  # recorded writes replay for free
+
+
+def article_with_collection(tmp_path, **overrides):
+    papers = SOURCES + [n for ns in NEIGHBOURS.values() for n in ns]
+    manifest = {"source_order": [s["id"] for s in SOURCES],
+                "lookalikes": {sid: [[n["id"], 0.9 - i / 10] for i, n in enumerate(ns)] for sid, ns in NEIGHBOURS.items()}}
+    (tmp_path / "collection_manifest.json").write_text(json.dumps(manifest))
+    profile = load_profile("article", data_dir=str(tmp_path), questions_path=str(tmp_path / "questions.csv"),
+                           **overrides)
+    return profile, papers
+
+
+def test_generation_stops_before_any_call_when_over_max_cost_usd(tmp_path, monkeypatch, capsys):
+    client = FakeClient(*WRITER_REPLIES)
+    monkeypatch.setattr(qg, "question_llm", lambda profile: recorded(WRITER, client, tmp_path / "rec"))
+    profile, papers = article_with_collection(tmp_path, max_cost_usd=0.0001)
+    with pytest.raises(BudgetExceeded, match=r"above max_cost_usd = \$0.00.*Nothing was sent.*max_cost_usd"):
+        qg.generate_for_profile(profile, papers, progress=False)
+    assert client.messages.calls == [] and "8 calls" in capsys.readouterr().out
+
+
+def test_generation_within_budget_writes_the_set(tmp_path, monkeypatch):
+    client = FakeClient(*[x for pair in zip(WRITER_REPLIES[:2], REVIEWER_REPLIES[:2]) for x in pair],
+                        WRITER_REPLIES[2], WRITER_REPLIES[3], REVIEWER_REPLIES[2], WRITER_REPLIES[4], REVIEWER_REPLIES[3])
+    monkeypatch.setattr(qg, "question_llm", lambda profile: recorded(WRITER, client, tmp_path / "rec"))
+    profile, papers = article_with_collection(tmp_path)
+    path = qg.generate_for_profile(profile, papers, progress=False)
+    assert [r["qid"] for r in read_questions(path, known_ids=[p["id"] for p in papers])] == ["q001", "q002", "q003", "q004"]
+
+
+def test_the_question_llm_uses_the_profile_question_settings(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    llm = qg.question_llm(load_profile("article"))
+    assert (llm.model, llm.backend.thinking, llm.backend.effort) == (WRITER, "between_tools", "low")
+    llm = qg.question_llm(load_profile("article", question_effort="medium"))
+    assert llm.backend.build_params(question_request("T", "A", "vague"))["output_config"] == {"effort": "medium"}

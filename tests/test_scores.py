@@ -95,3 +95,6 @@ def test_partial_runs_are_left_out_not_shrinking_the_comparison():
     assert partial_runs(df) == [("agent", 2)]
     assert complete_questions(df, ["q1", "q2", "q3"]) == ["q1", "q2", "q3"]
     assert len(scored_runs(df)) == 6
+    # a design whose only run stopped part-way is partial too: it is not scored on fewer questions
+    only = df[~((df.design == "agent") & (df.run == 1))]
+    assert partial_runs(only, 3) == [("agent", 2)] and complete_questions(only, ["q1", "q2", "q3"]) == ["q1", "q2", "q3"]

@@ -15,8 +15,11 @@ The study's method, step by step:
 3. A reviewer LLM checks the question against the source abstract and the source's 3 nearest other
    papers: it passes if the source abstract answers it and no other paper answers it as well.
 
-Every call goes through :class:`lib.llm.RecordedLLM` (temperature 0), so a rerun replays the
-record instead of calling, and paying for, the model again; an interrupted run resumes there.
+Every call goes through :class:`lib.llm.RecordedLLM` (no sampling parameters are sent), so a
+rerun replays the record instead of calling, and paying for, the model again; an interrupted run
+resumes there. A reply that stops on a refusal (``stop_reason: "refusal"``) or at ``max_tokens``
+is not used: the row is kept with ``ok = 0`` and a note naming the stop reason, the event is
+logged (``refusal`` / ``max_tokens``, with the step), and the run goes on.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from tqdm import tqdm
 
 from ..errors import DataError
 from ..llm import LLMRequest, RecordedLLM
+from ..llm.base import INCOMPLETE_STOPS, REFUSAL
 from .questions import QUESTION_FIELDS, STYLES, copied_ngrams, qid_for, style_for
 
 QUESTION_MAX_TOKENS = 300
@@ -38,6 +42,7 @@ REVIEW_MAX_TOKENS = 300
 N_REVIEW_NEIGHBOURS = 3
 MALFORMED_REVIEW = "malformed review reply"
 EMPTY_QUESTION = "(empty reply)"  # stands in for an empty writer reply, so the CSV stays readable
+REFUSED_QUESTION = "(refused)"    # stands in for a refused writer reply
 
 # ---------------------------------------------------------------------------------- prompts
 QUESTION_SYSTEM = ("You write test questions for a study of search over a collection of arXiv paper "
@@ -91,6 +96,7 @@ class WrittenQuestion:
     copied: list[str]
     attempts: int
     plain_text_reply: bool
+    stop_reason: str = ""  # "refusal" or "max_tokens" when the kept reply stopped there (not usable)
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Review:
     reason: str
     malformed: bool = False
     reply: str = ""
+    stop_reason: str = ""  # "refusal" or "max_tokens" when the reply stopped there (counted a fail)
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -180,14 +187,22 @@ def write_question(llm: RecordedLLM, source: Mapping[str, Any] | Any, style: str
     Returns the kept question and the log events: ``plain_text_reply`` for every reply that was
     not JSON, and ``regenerated`` for every regeneration (``attempt`` is the number of the new
     write, 2 for the first regeneration; ``copied`` and ``previous_question`` describe the one
-    it replaces).
+    it replaces). A reply that stops on a refusal or at max_tokens ends the writing at once: it is
+    kept with its ``stop_reason`` (a refusal's partial text is discarded) and logged as
+    ``refusal`` / ``max_tokens`` (``step``: ``question``).
     """
     title, abstract = paper_field(source, "title"), paper_field(source, "abstract")
     log: list[dict] = []
     copied_so_far: list[str] = []
     attempt = 1
     while True:
-        reply = llm.complete(question_request(title, abstract, style, copied_so_far, attempt)).text
+        response = llm.complete(question_request(title, abstract, style, copied_so_far, attempt))
+        reply, stop = response.text, str(getattr(response, "stop_reason", "") or "")
+        if stop in INCOMPLETE_STOPS:
+            log.append(_stop_event(stop, qid, "question", response, attempt=attempt))
+            parsed = parse_question_reply(reply) if stop != REFUSAL else ParsedQuestion("", "", False)
+            question = parsed.question or (REFUSED_QUESTION if stop == REFUSAL else EMPTY_QUESTION)
+            return WrittenQuestion(question, parsed.short, [], attempt, parsed.plain_text_reply, stop), log
         parsed = parse_question_reply(reply)
         if parsed.plain_text_reply:
             log.append({"event": "plain_text_reply", "qid": qid, "attempt": attempt, "reply": reply})
@@ -223,8 +238,33 @@ def parse_review_reply(text: str) -> Review:
 
 def review_question(llm: RecordedLLM, question: str, source: Mapping[str, Any] | Any,
                     neighbours: Sequence[Mapping[str, Any] | Any]) -> Review:
-    """Ask the reviewer whether the source abstract, and no nearest other paper, answers the question."""
-    return parse_review_reply(llm.complete(review_request(question, source, neighbours)).text)
+    """Ask the reviewer whether the source abstract, and no nearest other paper, answers the question.
+    A reply that stops on a refusal or at max_tokens is a fail whose reason names the stop."""
+    response = llm.complete(review_request(question, source, neighbours))
+    stop = str(getattr(response, "stop_reason", "") or "")
+    if stop in INCOMPLETE_STOPS:
+        return Review(ok=False, reason=stop_note(stop, "reviewer", _category(response)), reply=response.text,
+                      stop_reason=stop)
+    return parse_review_reply(response.text)
+
+
+def stop_note(stop: str, who: str, category: str | None = None) -> str:
+    """The row note for a reply that stopped on a refusal or at max_tokens."""
+    if stop == REFUSAL:
+        return f"the {who} refused (stop_reason refusal{f', category {category}' if category else ''})"
+    return f"the {who}'s reply was cut at max_tokens (stop_reason max_tokens)"
+
+
+def _category(response: Any) -> str | None:
+    """A refusal's policy category (``stop_details.category``), when the API gave one."""
+    return (getattr(response, "stop_details", None) or {}).get("category")
+
+
+def _stop_event(stop: str, qid: str, step: str, response: Any, **extra: Any) -> dict:
+    event = {"event": stop, "qid": qid, "step": step, **extra}
+    if stop == REFUSAL:
+        event["category"] = _category(response)
+    return event
 
 
 # ---------------------------------------------------------------------------------- the set
@@ -237,7 +277,8 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
 
     Returns rows with exactly :data:`lib.questions.QUESTION_FIELDS` (for
     :func:`lib.questions.write_questions`) and the log of events (``plain_text_reply``,
-    ``regenerated``, ``still_copying``, ``empty_reply``, ``malformed_review``; see :func:`count_events`).
+    ``regenerated``, ``still_copying``, ``empty_reply``, ``malformed_review``, ``refusal``,
+    ``max_tokens``; see :func:`count_events`).
     """
     rows: list[dict] = []
     log: list[dict] = []
@@ -249,7 +290,10 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
                             f"its {N_REVIEW_NEIGHBOURS} nearest other papers")
         written, events = write_question(llm_writer, source, style, qid, max_tries)
         log.extend(events)
-        if not written.question:
+        if written.stop_reason:
+            category = next((e.get("category") for e in events if e["event"] == REFUSAL), None)
+            ok, note = 0, stop_note(written.stop_reason, "writer", category) + "; not reviewed"
+        elif not written.question:
             written = replace(written, question=EMPTY_QUESTION)
             ok, note = 0, "the writer's reply was empty; not reviewed"
             log.append({"event": "empty_reply", "qid": qid})
@@ -261,7 +305,9 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
         else:
             review = review_question(llm_reviewer, written.question, source, neighbours_by_id[source_id])
             ok, note = int(review.ok), review.reason
-            if review.malformed:
+            if review.stop_reason:
+                log.append({"event": review.stop_reason, "qid": qid, "step": "review", "reply": review.reply})
+            elif review.malformed:
                 log.append({"event": "malformed_review", "qid": qid, "reply": review.reply})
         values = (qid, source_id, style, written.question, written.short, ok, note, generator_name)
         rows.append(dict(zip(QUESTION_FIELDS, values, strict=True)))
@@ -274,12 +320,49 @@ def count_events(log: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return dict(Counter(e["event"] for e in log))
 
 
+def project_question_cost(llm: Any, sources: Sequence[Mapping[str, Any] | Any],
+                          neighbours_by_id: Mapping[str, Sequence[Mapping[str, Any] | Any]],
+                          prices: dict | None = None) -> dict[str, Any]:
+    """Projected cost of :func:`generate_question_set` on ``llm``'s model before any call: one write
+    and one review per source not yet recorded (the review with a placeholder question of typical
+    length; regenerations of copying questions come on top), from :func:`lib.llm.cost.project_cost`."""
+    from ..llm.cost import combine, project_cost
+
+    store = getattr(llm, "store", None)
+    writes, reviews = [], []
+    for i, source in enumerate(sources):
+        req = question_request(paper_field(source, "title"), paper_field(source, "abstract"), style_for(i))
+        if store is not None and store.get(req) is not None:
+            continue  # written before: it (and its review) replays
+        writes.append(req)
+        near = neighbours_by_id.get(paper_field(source, "id"), [])
+        reviews.append(review_request("q" * 250, source, near))
+    return combine([project_cost(writes, llm.model, prices, recorded=store),
+                    project_cost(reviews, llm.model, prices, recorded=store)])
+
+
+def question_llm(profile) -> RecordedLLM:
+    """The recorded LLM that writes and reviews questions: the profile's question model, called with
+    its question thinking and effort (``question_thinking``, ``question_effort``) when live."""
+    from ..llm import RecordStore, make_llm, records_dir
+
+    backend = profile.llm_backend if profile.llm_backend != "local" else "anthropic"
+    if backend != "anthropic":
+        return make_llm(backend, profile.question_model)
+    from ..llm.anthropic_backend import AnthropicBackend, profile_backend_kwargs
+
+    model = profile.question_model
+    return RecordedLLM(AnthropicBackend(model, **profile_backend_kwargs(profile, "question")),
+                       RecordStore(records_dir("anthropic", model)), backend_name="anthropic", model=model)
+
+
 def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress: bool = True) -> Path:
     """Notebook 02's live path: write and review a fresh set with the profile's question model,
-    then save it to the profile's ``questions_path`` and the event log beside it."""
+    then save it to the profile's ``questions_path`` and the event log beside it. Before any call,
+    the projected cost is printed and checked against the profile's ``max_cost_usd``."""
     import json
 
-    from ..llm import make_llm
+    from ..llm.cost import check_budget
     from .questions import write_questions
 
     if not profile.question_model:
@@ -287,8 +370,15 @@ def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress:
     manifest = json.loads((profile.data_dir / "collection_manifest.json").read_text())
     by_id = {p["id"]: p for p in papers}
     sources = [by_id[s] for s in manifest["source_order"]]
-    llm = make_llm(profile.llm_backend if profile.llm_backend != "local" else "anthropic", profile.question_model)
-    rows, log = generate_question_set(llm, llm, sources, neighbours_from_manifest(manifest, papers),
+    neighbours = neighbours_from_manifest(manifest, papers)
+    llm = question_llm(profile)
+    if llm.backend is not None:  # a live model: project and check before paying
+        projection = project_question_cost(llm, sources, neighbours)
+        print(f"question generation with {profile.question_model}: {projection['calls']} calls, "
+              f"~{projection['input_tokens']} input / ~{projection['output_tokens']} output tokens, "
+              f"~${projection['usd']:.4f} projected ({projection['already_recorded']} recorded calls replay)")
+        check_budget(projection, profile.settings.get("max_cost_usd"))
+    rows, log = generate_question_set(llm, llm, sources, neighbours,
                                       generator_name=f"{llm.name}:{profile.question_model}", progress=progress)
     path = profile.path("questions_path")
     write_questions(rows, path)

@@ -117,3 +117,28 @@ def write_questions(rows: list[dict], path: Path) -> None:
 
 def write_twopart_questions(rows: list[dict], path: Path) -> None:
     _write_csv(rows, path, TWOPART_FIELDS)
+
+
+def read_twopart_questions(path: Path, known_ids: Iterable[str] | None = None) -> list[dict]:
+    """Read the two-part questions CSV (qid, source_ids "id1;id2", question, short, ok, review_note,
+    generator); every row and field is checked, errors name file, row and field."""
+    known = set(known_ids) if known_ids is not None else None
+    rows: list[dict] = []
+    with io.StringIO(decode_csv(path), newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [f for f in TWOPART_FIELDS if f not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path}: header: missing column(s) {missing}; found {reader.fieldnames}")
+        for row_no, raw in enumerate(reader, start=2):
+            row = {k: (v or "").strip() for k, v in raw.items()}
+            ids = [i for i in row["source_ids"].split(";") if i]
+            if len(ids) != 2 or ids[0] == ids[1]:
+                raise DataError(f"{path}: row {row_no}: field 'source_ids': expected two different ids joined by ';'")
+            if known is not None and not set(ids) <= known:
+                raise DataError(f"{path}: row {row_no}: field 'source_ids': {sorted(set(ids) - known)} not in the collection")
+            if row["ok"] not in ("0", "1"):
+                raise DataError(f"{path}: row {row_no}: field 'ok' should be 0 or 1, got {row['ok']!r}")
+            rows.append({**row, "source_ids": ids, "ok": int(row["ok"])})
+    if not rows:
+        raise DataError(f"{path}: no question rows (only a header)")
+    return rows

@@ -1,5 +1,6 @@
 """The article's agent: search, show the LLM the top-5 titles, let it stop or search again (at most
-``max_searches`` searches); all lists fused by RRF (k = 60). Every query it writes is kept."""
+``max_searches`` searches); all lists fused by RRF (k = 60). Every query it writes is kept.
+A reply that stops on a refusal or at max_tokens ends the search; the result's stop_reason names it."""
 from __future__ import annotations
 
 import json
@@ -7,6 +8,7 @@ import re
 import time
 
 from ..llm import LLMRequest, RecordedLLM, prompts
+from ..llm.base import INCOMPLETE_STOPS, ResponseTap
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
 
@@ -62,17 +64,22 @@ class AgentDesign:
             msgs: tuple = tuple(m for u, a in prompts.AGENT_EXAMPLES for m in (("user", u), ("assistant", a)))
             return LLMRequest("agent", prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),), 64, self.temperature,
                               run, prompts.AGENT_GRAMMAR, label=question.qid)
-        return LLMRequest("agent", prompts.AGENT_SYSTEM, (("user", user),), 100, self.temperature, run,
-                          label=question.qid)
+        return LLMRequest("agent", prompts.AGENT_ANTHROPIC_SYSTEM, (("user", prompts.agent_anthropic_user(user)),),
+                          100, self.temperature, run, label=question.qid)
 
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
-        use = LLMUse(self.llm)
+        tap = ResponseTap(self.llm)  # the last response, for its stop reason
+        use = LLMUse(tap)
         queries = [question.text]
         lists = [[h.id for h in self.searcher.search(question.text, self.k)]]
         reason = "cap"
         while len(queries) < self.max_searches:
-            decision, value = parse_decision(use(self.request(question, queries, lists[-1], run)))
+            reply = use(self.request(question, queries, lists[-1], run))
+            if tap.stop_reason in INCOMPLETE_STOPS:  # a refusal or a reply cut at max_tokens: stop, named
+                reason = tap.stop_reason
+                break
+            decision, value = parse_decision(reply)
             if decision == "stop":
                 reason = "stop"
                 break

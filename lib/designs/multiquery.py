@@ -1,11 +1,14 @@
 """Multi-query: the LLM writes 3 versions of the question; the original and the 3 versions are
-searched and the 4 lists fused by reciprocal rank fusion (k = 60; Cormack et al. 2009)."""
+searched and the 4 lists fused by reciprocal rank fusion (k = 60; Cormack et al. 2009).
+A refused reply is not used (the question alone is searched); a reply cut at max_tokens loses its
+cut last line; either way the result's stop_reason records it."""
 from __future__ import annotations
 
 import re
 import time
 
 from ..llm import LLMRequest, RecordedLLM, prompts
+from ..llm.base import MAX_TOKENS, REFUSAL, ResponseTap
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
 
@@ -55,12 +58,21 @@ class MultiQueryDesign:
 
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
-        use = LLMUse(self.llm)
-        rewrites = parse_rewrites(use(self.request(question, run)), question.text, self.n_rewrites)
+        tap = ResponseTap(self.llm)  # the last response, for its stop reason
+        use = LLMUse(tap)
+        text = use(self.request(question, run))
+        stop = tap.stop_reason
+        if stop == REFUSAL:  # a refused reply is not used (any partial text is discarded)
+            text = ""
+        elif stop == MAX_TOKENS:  # the last line was cut off: keep the complete lines only
+            text = "\n".join(text.splitlines()[:-1])
+        rewrites = parse_rewrites(text, question.text, self.n_rewrites)
         queries = [question.text] + rewrites
         lists = [[h.id for h in hits] for hits in self.searcher.search_many(queries, self.k, progress=False)]
         fused = [d for d, _ in rrf(lists, self.rrf_k)][:DEPTH]
         reason = "" if len(rewrites) == self.n_rewrites else f"only {len(rewrites)} usable rewrites"
+        if stop in (REFUSAL, MAX_TOKENS):  # recorded: the stop reason, then what could be used
+            reason = stop + (f"; {reason}" if reason else "")
         res = Result(question.qid, self.name, run, fused, len(queries), queries, 0.0, stop_reason=reason,
                      provenance=self.provenance)
         return use.fill(res, start)

@@ -30,18 +30,33 @@ def rank_of(ranked: Sequence[str], relevant: str) -> int | None:
         return None
 
 
+def twopart_scores(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
+    """A question answered by two papers together: per-paper recall@5 averaged (as recall_at_5),
+    1 / rank of the second-found paper if both are within 10, else 0 (as mrr_at_10), and whether
+    both are in the top 10 (both_found_at_10)."""
+    ranks = [rank_of(ranked, p) for p in relevant]
+    second = None if None in ranks else max(ranks)
+    return {"recall_at_5": sum(r is not None and r <= 5 for r in ranks) / len(ranks),
+            "mrr_at_10": 1.0 / second if second is not None and second <= 10 else 0.0,
+            "both_found_at_10": float(second is not None and second <= 10), "rank": second}
+
+
 def per_question(results: Iterable, sources: dict[str, str]) -> pd.DataFrame:
-    """One row per (design, run, question) with both scores, the source's rank and usage."""
+    """One row per (design, run, question) with both scores, the source's rank and usage. A source
+    given as two ids joined by ";" is a two-part question (:func:`twopart_scores`)."""
     rows = []
     for r in results:
         if r.qid not in sources:
             continue
         rel = sources[r.qid]
-        rows.append({"design": r.design, "run": r.run, "qid": r.qid,
-                     "recall_at_5": recall_at_k(r.ranked_ids, rel, 5), "mrr_at_10": mrr_at_k(r.ranked_ids, rel, 10),
-                     "rank": rank_of(r.ranked_ids, rel), "searches": r.searches, "latency_s": r.latency_s,
-                     "llm_calls": r.llm_calls, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
-                     "cost_usd": r.cost_usd, "stop_reason": r.stop_reason})
+        if ";" in rel:
+            found = twopart_scores(r.ranked_ids, rel.split(";"))
+        else:
+            found = {"recall_at_5": recall_at_k(r.ranked_ids, rel, 5), "mrr_at_10": mrr_at_k(r.ranked_ids, rel, 10),
+                     "rank": rank_of(r.ranked_ids, rel)}
+        rows.append({"design": r.design, "run": r.run, "qid": r.qid, **found, "searches": r.searches,
+                     "latency_s": r.latency_s, "llm_calls": r.llm_calls, "tokens_in": r.tokens_in,
+                     "tokens_out": r.tokens_out, "cost_usd": r.cost_usd, "stop_reason": r.stop_reason})
     return pd.DataFrame(rows)
 
 

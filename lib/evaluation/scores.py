@@ -29,24 +29,25 @@ def load_runs(results_dir: Path, designs=DESIGN_ORDER) -> list:
     return out
 
 
-def partial_runs(pq: pd.DataFrame) -> list[tuple[str, int]]:
-    """(design, run) pairs that answered fewer questions than that design's fullest run: runs
-    stopped part-way, which are left out of the scores rather than shrinking every comparison."""
+def partial_runs(pq: pd.DataFrame, n_questions: int | None = None) -> list[tuple[str, int]]:
+    """(design, run) pairs stopped part-way: fewer questions answered than ``n_questions`` (all the
+    scored questions) or, when that is not given, than the design's fullest run. They are saved and
+    marked, and left out of the scores rather than shrinking every comparison."""
     counts = pq.groupby(["design", "run"])["qid"].nunique()
     most = counts.groupby(level="design").max()
-    return [(d, int(r)) for (d, r), n in counts.items() if n < most[d]]
+    return [(d, int(r)) for (d, r), n in counts.items() if n < (n_questions if n_questions else most[d])]
 
 
-def scored_runs(pq: pd.DataFrame) -> pd.DataFrame:
+def scored_runs(pq: pd.DataFrame, n_questions: int | None = None) -> pd.DataFrame:
     """The saved results without the partial runs."""
-    drop = set(partial_runs(pq))
+    drop = set(partial_runs(pq, n_questions))
     keep = [(d, r) not in drop for d, r in zip(pq["design"], pq["run"])]
     return pq[keep]
 
 
 def complete_questions(pq: pd.DataFrame, qids: list[str]) -> list[str]:
     """Questions that every scored run of every design has answered (paired comparisons need them)."""
-    have = scored_runs(pq).groupby(["design", "run"])["qid"].apply(set)
+    have = scored_runs(pq, len(qids)).groupby(["design", "run"])["qid"].apply(set)
     common = set(qids)
     for s in have:
         common &= s
@@ -110,6 +111,38 @@ def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataF
             rows.append({"design": d, "metric": m, "questions": len(pair), "delta": delta, "low": lo, "high": hi,
                          "includes_zero": bool(lo <= 0 <= hi)})
     return pd.DataFrame(rows)
+
+
+def breakdown(pq: pd.DataFrame, groups: dict[str, str], n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
+    """Each design minus dense within groups of questions (``groups``: qid -> group name), with the
+    number of questions in the group, both means and the paired bootstrap range."""
+    rows = []
+    for m in METRICS:
+        table = question_means(pq, m)
+        for g in sorted(set(groups.values()), key=str):
+            sub = table[table.index.map(lambda q: groups.get(q) == g)]
+            for d in table.columns:
+                pair = sub[list(dict.fromkeys([BASELINE, d]))].dropna()
+                if pair.empty:
+                    continue
+                row = {"group": g, "design": d, "metric": m, "questions": len(pair), "mean": pair[d].mean()}
+                if d != BASELINE:
+                    delta, lo, hi = paired_bootstrap(pair[d].to_numpy(), pair[BASELINE].to_numpy(), n_resamples, seed)
+                    row.update({"delta": delta, "low": lo, "high": hi})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def length_bins(questions, n_bins: int = 3) -> dict[str, str]:
+    """qid -> a question-length bin (terciles of the word count), named by its word range."""
+    words = pd.Series({q.qid: len(q.text.split()) for q in questions})
+    bins = pd.qcut(words.rank(method="first"), n_bins, labels=False)
+    out = {}
+    for b in range(n_bins):
+        members = words[bins == b]
+        name = f"{b + 1}: {members.min()}-{members.max()} words"
+        out.update({q: name for q in members.index})
+    return out
 
 
 def headroom(pq: pd.DataFrame) -> dict:
@@ -188,10 +221,10 @@ def load_scored(questions: list, results_dir: Path) -> Scored:
     the report uses."""
     results = load_runs(results_dir)
     pq_all = per_question(results, {q.qid: q.source_id for q in questions})
-    partial = partial_runs(pq_all)
+    partial = partial_runs(pq_all, len(questions))
     common = complete_questions(pq_all, [q.qid for q in questions])
     keep = set(common)
-    pq = scored_runs(pq_all)
+    pq = scored_runs(pq_all, len(questions))
     pq = pq[pq.qid.isin(keep)].copy()
     scored = [r for r in results if r.qid in keep and (r.design, r.run) not in set(partial)]
     return Scored(questions, pq_all, partial, common, pq, scored)

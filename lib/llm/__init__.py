@@ -10,8 +10,9 @@ __all__ = ["LLMError", "LLMRequest", "LLMResponse", "ReplayMiss", "RecordStore",
            "load_prices", "make_llm", "records_dir"]
 
 
-def make_llm(backend: str, model: str, record_backend: str | None = None) -> RecordedLLM:
-    """The recorded LLM for a profile: ``replay`` reads the records of ``record_backend``."""
+def make_llm(backend: str, model: str, record_backend: str | None = None, **backend_settings) -> RecordedLLM:
+    """The recorded LLM for a profile: ``replay`` reads the records of ``record_backend``;
+    ``backend_settings`` (thinking, effort, tool choice) go to the Anthropic backend."""
     if backend == "replay":
         source = record_backend or "local"
         return RecordedLLM(None, RecordStore(records_dir(source, model)), backend_name=f"replay:{source}",
@@ -19,7 +20,7 @@ def make_llm(backend: str, model: str, record_backend: str | None = None) -> Rec
     if backend == "anthropic":
         from .anthropic_backend import AnthropicBackend
 
-        return RecordedLLM(AnthropicBackend(model), RecordStore(records_dir("anthropic", model)),
+        return RecordedLLM(AnthropicBackend(model, **backend_settings), RecordStore(records_dir("anthropic", model)),
                            backend_name="anthropic", model=model)
     if backend == "local":
         from .local_backend import LocalBackend

@@ -6,9 +6,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 PRICES_PATH = Path(__file__).with_name("prices.json")
+
+# stop reasons on which a reply is not a usable answer: the designs and the question generator
+# record them and go on (the agent stops, multiquery keeps what it can, a question row is marked)
+REFUSAL, MAX_TOKENS = "refusal", "max_tokens"
+INCOMPLETE_STOPS = (REFUSAL, MAX_TOKENS)
 
 
 class LLMError(RuntimeError):
@@ -45,6 +50,9 @@ class LLMRequest:
 
 @dataclass
 class LLMResponse:
+    """One answer. The fields after ``backend`` were added for the Messages API and default to
+    empty, so records written before them (and the local backend's) read unchanged."""
+
     text: str
     tokens_in: int
     tokens_out: int
@@ -53,6 +61,18 @@ class LLMResponse:
     model: str
     backend: str
     replayed: bool = False
+    stop_reason: str = ""          # "end_turn", "max_tokens", "refusal", ... ("" when the backend gives none)
+    stop_details: dict | None = None   # e.g. {"type": "refusal", "category": ..., "explanation": ...}
+    thinking: list[dict] = field(default_factory=list)  # thinking / redacted_thinking blocks, as returned
+    cache_write_tokens: int = 0    # usage.cache_creation_input_tokens
+    cache_read_tokens: int = 0     # usage.cache_read_input_tokens
+    batch: bool = False            # answered through the Message Batches API (batch price; latency_s 0)
+    api_settings: dict = field(default_factory=dict)  # thinking / effort sent (not part of the request key)
+
+    @property
+    def incomplete(self) -> bool:
+        """True when the reply stopped on a refusal or at max_tokens."""
+        return self.stop_reason in INCOMPLETE_STOPS
 
 
 class Backend(Protocol):
@@ -62,15 +82,66 @@ class Backend(Protocol):
     def complete(self, request: LLMRequest) -> LLMResponse: ...
 
 
-def load_prices(path: Path = PRICES_PATH) -> dict[str, dict[str, float]]:
+class ResponseTap:
+    """Passes calls through to an LLM and keeps the last response, so a caller that only gets the
+    text back (``lib.designs.base.LLMUse``) can still read its stop reason."""
+
+    def __init__(self, llm: Any):
+        self.llm, self.last = llm, None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.last = self.llm.complete(request)
+        return self.last
+
+    @property
+    def stop_reason(self) -> str:
+        return str(getattr(self.last, "stop_reason", "") or "")
+
+
+def load_prices(path: Path = PRICES_PATH) -> dict[str, dict[str, Any]]:
     with open(path) as fh:
         return {k: v for k, v in json.load(fh).items() if not k.startswith("_")}
 
 
-def cost_usd(model: str, tokens_in: int, tokens_out: int, prices: dict | None = None) -> float:
-    """List-price cost of one call from the dated table in ``lib/prices.json``."""
+def price_of(model: str, prices: dict | None = None) -> dict[str, Any]:
     prices = prices if prices is not None else load_prices()
     if model not in prices:
         raise LLMError(f"lib/llm/prices.json: no price for model {model!r}; add it with its date and source")
-    p = prices[model]
-    return tokens_in / 1e6 * p["input_per_mtok"] + tokens_out / 1e6 * p["output_per_mtok"]
+    return prices[model]
+
+
+def _rate(p: dict, name: str) -> float:
+    """A per-million-token rate; the cache and batch rates fall back to the input/output rates
+    (never lower than list price: a missing rate is charged in full)."""
+    fallback = {"cache_write_5m_per_mtok": "input_per_mtok", "cache_write_1h_per_mtok": "input_per_mtok",
+                "cache_read_per_mtok": "input_per_mtok", "batch_input_per_mtok": "input_per_mtok",
+                "batch_output_per_mtok": "output_per_mtok"}
+    value = p.get(name)
+    return float(value if value is not None else p[fallback.get(name, name)])
+
+
+def tier_for(p: dict, prompt_tokens: int) -> dict:
+    """The price tier of one call: a model priced by prompt length (``long_prompt``: prompts over
+    ``threshold_tokens``, cache reads and writes counted) bills the whole call at the long rates."""
+    long = p.get("long_prompt")
+    if long and prompt_tokens > long["threshold_tokens"]:
+        return {**p, **long}
+    return p
+
+
+def cost_usd(model: str, tokens_in: int, tokens_out: int, prices: dict | None = None, *,
+             cache_write: int = 0, cache_read: int = 0, batch: bool = False,
+             cache_write_1h: int = 0) -> float:
+    """List-price cost of one call from the dated table in ``lib/llm/prices.json``.
+
+    ``tokens_in`` is ``usage.input_tokens`` (uncached input only); ``cache_write`` tokens are billed
+    at the 5-minute cache-write rate (the API's default TTL) and ``cache_write_1h`` at the 1-hour
+    rate; ``cache_read`` at the cache-hit rate; ``batch`` calls at the batch input/output rates.
+    Cache tokens in a batch are billed at the standard cache rates (the conservative reading)."""
+    p = tier_for(price_of(model, prices), tokens_in + cache_write + cache_write_1h + cache_read)
+    rin, rout = ("batch_input_per_mtok", "batch_output_per_mtok") if batch else ("input_per_mtok", "output_per_mtok")
+    return (tokens_in * _rate(p, rin) + tokens_out * _rate(p, rout) + cache_write * _rate(p, "cache_write_5m_per_mtok")
+            + cache_write_1h * _rate(p, "cache_write_1h_per_mtok") + cache_read * _rate(p, "cache_read_per_mtok")) / 1e6

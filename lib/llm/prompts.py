@@ -2,6 +2,8 @@
 
 The fixed instructions sit in the system prompt and the per-question parts in the user message,
 so a backend that reuses a processed prompt prefix (llama.cpp) pays for the instructions once.
+Every request ends with a user turn (the current Claude models take no assistant prefill); the
+Anthropic agent request asks for its JSON decision at the end of that user turn.
 The local 1.5B model also needed worked examples and a grammar to follow the instructions; every
 difference from the article's prompts is listed in ``PROMPT_DIFFERENCES``.
 """
@@ -24,12 +26,25 @@ line ::= [^\n]{8,120}
 '''
 
 # ---------------------------------------------------------------- agent
-AGENT_SYSTEM = ("You are a research assistant searching a collection of arXiv paper abstracts for the one paper "
-                "that answers a question. You see the question, the searches made so far and the titles of the "
-                "top 5 results of the last search. If one of these titles is the paper that answers the question, "
-                'reply {"decision":"stop"}. Otherwise reply {"decision":"search","query":"<a new search query>"}. '
-                "Reply with JSON only.")
+# The article's agent instructions in two parts: the task (system prompt) and the JSON decision
+# asked for. The Anthropic requests ask for the decision at the end of the user turn (the current
+# models take no assistant prefill, so the reply format is asked for where the model answers);
+# AGENT_SYSTEM, the two joined, is the text the local variant is derived from, unchanged.
+AGENT_TASK = ("You are a research assistant searching a collection of arXiv paper abstracts for the one paper "
+              "that answers a question. You see the question, the searches made so far and the titles of the "
+              "top 5 results of the last search.")
+AGENT_DECISION = ('If one of these titles is the paper that answers the question, reply {"decision":"stop"}. '
+                  'Otherwise reply {"decision":"search","query":"<a new search query>"}. Reply with JSON only.')
+AGENT_SYSTEM = AGENT_TASK + " " + AGENT_DECISION
 AGENT_USER = "Question: {question}\nSearches so far: {queries}\nTop 5 titles from the last search:\n{titles}"
+AGENT_ANTHROPIC_SYSTEM = AGENT_TASK
+
+
+def agent_anthropic_user(user: str) -> str:
+    """The Anthropic agent's user turn: the filled-in AGENT_USER, then the decision asked for."""
+    return user + "\n\n" + AGENT_DECISION
+
+
 FIRST_SEARCH = "1 (the question as written)"
 
 # local variant: the reply first names the matching title number (0 = none), then the decision
@@ -60,7 +75,9 @@ qchar ::= [^"\\\n]
 '''
 
 PROMPT_DIFFERENCES = {
-    "anthropic": "The article's instructions (lib/prompts.py: REWRITE_SYSTEM, AGENT_SYSTEM), no examples, no grammar.",
+    "anthropic": ("The article's instructions (lib/llm/prompts.py: REWRITE_SYSTEM; AGENT_TASK as the system prompt "
+                  "and AGENT_DECISION, the JSON reply asked for, at the end of the user turn), no examples, no grammar, "
+                  "no assistant prefill: every request ends with a user turn."),
     "local": ("Multiquery: one worked example (question -> 3 lines) before the question; output constrained by a "
               "grammar to exactly 3 lines of 8-120 characters. Agent: two worked examples (one stop, one search); "
               "the reply first gives the number of the matching title (0 = none), constrained by a grammar; the "

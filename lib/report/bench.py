@@ -44,7 +44,7 @@ def peak_gflops(cores: int = 2, ghz: float | None = None, flops_per_cycle: int =
     The clock comes from /proc/cpuinfo when not given."""
     if ghz is None:
         try:
-            mhz = [float(l.split(":")[1]) for l in open("/proc/cpuinfo") if l.startswith("cpu MHz")]
+            mhz = [float(line.split(":")[1]) for line in open("/proc/cpuinfo") if line.startswith("cpu MHz")]
             ghz = max(mhz) / 1000 if mhz else 2.5
         except OSError:
             ghz = 2.5

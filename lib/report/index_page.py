@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import ROOT
+from .article import article_cell
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
 
@@ -35,8 +36,12 @@ def headline_table(results_dir: Path) -> pd.DataFrame:
             dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)]
             row[f"{label} − dense [95% range]"] = ("—" if dl.empty else
                                                    f"{dl.delta.iloc[0]:+.3f} [{dl.low.iloc[0]:+.3f}, {dl.high.iloc[0]:+.3f}]")
+            row[f"article {label} (− dense [range])"] = article_cell(d["design"], m)
         row["searches / q"] = f"{d['searches']:.2f}"
-        row["cost / q (USD)"] = f"{d['cost_usd_per_q']:.5f}"
+        if d["cost_usd_per_q"]:
+            row["cost / q (USD)"] = f"{d['cost_usd_per_q']:.5f}"
+        else:
+            row["cost / q (USD)"] = "0 (local model: no fee)" if d["llm_calls"] else "0"
         row["latency median (s)"] = f"{d['latency_median_s']:.2f}"
         rows.append(row)
     return pd.DataFrame(rows)
@@ -50,7 +55,7 @@ def plain_answer(results_dir: Path) -> str:
     parts = [f"On {summary['questions_scored']} reviewed questions, dense search alone finds the source paper in its "
              f"top 5 for all but {head['dense_misses_at_5']} (the most any design could gain in recall@5 is "
              f"{head['max_recall_gain']:.3f})."]
-    for d in ("rerank", "multiquery", "agent"):
+    for d in dict.fromkeys(deltas.design):
         sub = deltas[deltas.design == d]
         if sub.empty:
             continue
@@ -105,18 +110,20 @@ def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list
     table = headline_table(results_dir).to_html(index=False, escape=True, border=0, classes="headline")
     links = "\n".join(f'<li><a href="{nb}.html">{title}</a></li>' for nb, title in notebook_titles().items()
                       if (report_dir / f"{nb}.html").exists())
-    bench_html = ""
-    if bench is not None and bench.exists():
-        b = json.loads(bench.read_text())
-        rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v.get('summary', '')))}</td></tr>"
-                       for k, v in b.get("steps", {}).items())
-        bench_html = f"<h2>Speed (results/bench.json)</h2><table>{rows}</table>"
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>Does an agent that can search again find better evidence?</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}}
-table{{border-collapse:collapse;font-size:14px}}td,th{{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left}}</style></head><body>
+    bench_html = speed_section(bench) if bench is not None and bench.exists() else ""
+    style = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;line-height:1.45}"
+             "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
+             "text-align:left;vertical-align:top}img{max-width:100%}")
+    page = f"""<!doctype html><html><head><meta charset="utf-8">
+<title>Does an agent that can search again find better evidence?</title><style>{style}</style></head><body>
 <h1>Does an agent that can search again find better evidence than plain search?</h1>
-<p>Profile <b>{html.escape(profile)}</b>. Every number on this page is computed from <code>results/</code> by notebook 07.</p>
+<p>Profile <b>{html.escape(profile)}</b>. The scores on this page are computed from the saved runs by the scores notebook;
+the speed figures come from the benchmark (<code>make bench</code>, <code>results/bench.json</code>).</p>
 <h2>Headline</h2>{table}
+<p><b>[95% range]</b>: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus
+dense's; a range that excludes 0 is a difference the question sample alone would not produce. The article's columns
+give its published figures (<code>data/article_figures.json</code> says where each comes from; ≈: derived from its
+published differences); its embedder, reranker, LLM and questions differ from the offline profile's.</p>
 <h2>The answer the numbers support</h2><p>{_md_bold(plain_answer(results_dir))}</p>
 <h2>Charts</h2>{''.join(imgs)}
 <h2>Which models and backends produced each run</h2><ul>{_provenance_lines(results_dir)}</ul>
@@ -127,6 +134,34 @@ table{{border-collapse:collapse;font-size:14px}}td,th{{padding:4px 8px;border-bo
     out = report_dir / "index.html"
     out.write_text(page, encoding="utf-8")
     return out
+
+
+BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit it is held to)
+    "dense_query": ("dense search", "embed one question and search the collection exactly", "50 ms per query"),
+    "embed_batch16": ("embedding the collection", "abstracts embedded per second, batches of 16", "1.5x the FLOP limit"),
+    "rerank_fp32_len128_b16": ("rerank, as the offline profile runs it", "cross-encoder over 50 candidates, 128 tokens",
+                               "1.5 s per question"),
+    "rerank_fp32_len256_b16": ("rerank at 256 tokens (not used)", "the same at 256 tokens", "1.5 s per question"),
+    "llm_rewrite_call": ("multi-query rewrite (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "llm_agent_call": ("agent decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "report_rerender": ("re-rendering the report", "make report from the saved runs", "2 minutes"),
+}
+
+
+def speed_section(bench: Path) -> str:
+    """The benchmark's figures as a readable table: step, what was measured, time, and the limit."""
+    b = json.loads(bench.read_text())
+    rows = "".join(
+        f"<tr><td>{html.escape(step)}</td><td>{html.escape(what)}</td>"
+        f"<td>{html.escape(str(b['steps'][k].get('summary', '')))}</td><td>{html.escape(limit)}</td></tr>"
+        for k, (step, what, limit) in BENCH_STEPS.items() if k in b.get("steps", {}))
+    m = b.get("machine", {})
+    return (f"<h2>Speed</h2><p>Measured by <code>make bench</code> on {m.get('threads', '?')} CPU threads (torch "
+            f"{html.escape(str(m.get('torch', '?')))}). The design tables' latency is per question as the run "
+            "recorded it: for rerank it includes the dense search and was measured while other jobs shared the "
+            "cores, so it is higher than the benchmark's rerank-only time; for LLM designs it is the model's "
+            "recorded time.</p><table><tr><th>step</th><th>what was measured</th><th>time</th><th>held to</th></tr>"
+            f"{rows}</table>")
 
 
 def _differences(profile: str) -> str:

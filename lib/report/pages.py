@@ -2,20 +2,79 @@
 profile, models and backend produced each run (one place for notebooks 03-06)."""
 from __future__ import annotations
 
+import pandas as pd
 from IPython.display import Markdown, display
 
 from .. import pipeline
+from ..config import shown_path
+
+# the settings each page shows in its short settings table (the injected parameters are hidden)
+PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
+
+
+def open_page(profile, *settings: str) -> None:
+    """A notebook page's start: numbers rounded for reading, interactive whole tables, and the run's
+    settings as a short table (instead of the injected parameters cell, which the HTML hides)."""
+    import itables
+
+    pd.set_option("display.precision", 3)
+    pd.set_option("display.max_colwidth", 160)
+    itables.init_notebook_mode(all_interactive=False, connected=False)
+    rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
+    rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
+    rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
+    display(pd.DataFrame(rows, columns=["setting", "value"]).astype(str).style.hide(axis="index"))
+
+
+def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "") -> None:
+    """A long table shown whole and browsable (sortable, searchable, paged in the HTML), with the same
+    rows saved as a CSV beside the rendered page."""
+    import itables
+
+    path = profile.report_dir / "tables" / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=False)
+    display(Markdown(f"{len(df)} rows; the same rows as CSV: [tables/{name}.csv](tables/{name}.csv)"))
+    itables.show(df, caption=caption or None, pageLength=10, lengthMenu=[10, 25, 100, -1], maxBytes=0)
+
+
+def reading(text: str) -> None:
+    """The page's closing reading, generated from its numbers."""
+    display(Markdown(f"**Reading.** {text}"))
 
 
 def design_page(profile, name: str, runs=None) -> dict:
-    """Run (or resume) a design, then show its summary and provenance; returns what it showed."""
+    """Run (or resume) a design, then show its summary, what the LLM wrote for the first questions
+    (LLM designs), provenance, and a reading generated from the numbers; returns what it showed."""
+    open_page(profile, *pipeline.design_class(name).settings)
     page = pipeline.design_page(profile, name, runs=runs)
     display(Markdown("## Summary of the saved runs\nScores over the reviewed questions this design answered in "
                      "its complete runs; the comparison with ranges is in the scores notebook. For LLM calls the "
                      "latency is the model's time when the call was made (a replay reports the recorded time)."))
-    display(page["summary"])
-    display(Markdown("Which profile, models and backend produced each saved run:"))
-    display(page["provenance"])
+    summary = page["summary"]
+    display(summary.style.hide(axis="index").format(precision=3) if not summary.empty else summary)
+    if pipeline.design_class(name).uses_llm and page["runs"]:
+        first_run = min(page["runs"])
+        shown = page["runs"][first_run][:5]
+        display(Markdown(f"## What the model wrote, exactly as written: the first {len(shown)} questions, run {first_run}"))
+        display(pd.DataFrame([{"qid": r.qid, "question": r.queries[0],
+                               "queries written": " | ".join(r.queries[1:]) or "(none)",
+                               "ended by": r.stop_reason or "-"} for r in shown]).style.hide(axis="index"))
+    display(Markdown("## Which profile, models and backend produced each saved run"))
+    display(page["provenance"].style.hide(axis="index"))
+    if not summary.empty:
+        row = summary.iloc[0]
+        runs_txt = f"{int(row['runs'])} complete run" + ("s" if row["runs"] > 1 else "")
+        text = (f"{name} answered {int(row['questions'])} questions in {runs_txt}: recall@5 {row['recall_at_5']:.3f}, "
+                f"MRR@10 {row['mrr_at_10']:.3f}, {row['searches']:.2f} searches per question, median latency "
+                f"{row['latency_median_s']:.2f} s")
+        if row["llm_calls"]:
+            text += (f", {row['llm_calls']:.2f} LLM calls per question"
+                     + (f", {row['cost_usd_per_q']:.5f} USD per question" if row["cost_usd_per_q"] else
+                        " (a local model: no fee)"))
+        reading(text + ". Whether that differs from dense is measured in the scores notebook.")
+    else:
+        reading(f"{name} has no complete saved run yet.")
     return page
 
 
@@ -54,15 +113,16 @@ def reranker_report(profile) -> dict:
     display(Markdown(f"### Variants tried on the dev set ({sel['questions']} questions, pre-window papers)\n"
                      f"Each reorders the same dense top {profile.rerank_k}. Rule: {sel['rule']}."))
     display(table.round(3))
-    ov = sel["cross_encoder_training_overlap"]
     c, d = sel["chosen"], sel["dense"]
     verdict = "beats" if c["mrr_at_10"] > d["mrr_at_10"] else "does not beat"
     text = (f"On the dev set the chosen rerank step ({c['variant']}) reaches MRR@10 {c['mrr_at_10']:.3f} against "
             f"dense's {d['mrr_at_10']:.3f} and recall@5 {c['recall_at_5']:.3f} against {d['recall_at_5']:.3f}: it "
             f"{verdict} dense on dev.")
-    if not ov["eligible"]:
-        text += (f" The cross-encoder's training papers include {ov['dev_collection_papers']} papers of the dev "
-                 f"collection ({ov['dev_sources']} dev sources), so variants that use it were not eligible.")
+    for model, ov in sel.get("cross_encoders", {}).items():
+        if not ov["eligible"]:
+            text += (f" The cross-encoder {model} was trained on papers that include "
+                     f"{ov['dev_collection_papers_in_training']} of the dev collection, so variants using it were "
+                     "not eligible.")
     display(Markdown(text))
     out["sentence"] = text
     return out
