@@ -64,6 +64,7 @@ class Settings(BaseModel):
     dense_k: int = Field(ge=10, le=2000, description="at least 10: MRR@10 needs 10 ranks")
     rerank_k: int = Field(ge=10, le=2000)
     rrf_k: int = Field(ge=0, le=10000)
+    hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
     n_runs: int = Field(ge=1, le=20)
     llm_temperature: float = Field(ge=0.0, le=2.0)

@@ -251,8 +251,58 @@ def load_scored(profile: Profile) -> scores.Scored:
 
 
 def summary_for_profile(profile: Profile) -> pd.DataFrame:
-    """The per-design summary over the questions every scored run answered (as notebook 07)."""
+    """The per-design summary over the questions every scored run answered (as the scores notebook)."""
     return scores.design_summary(load_scored(profile).pq)
+
+
+# the conditions of the grid: overrides of the profile, each with its own results folder
+CONDITIONS = {
+    "full questions": {},
+    "short questions": {"question_form": "short"},
+    "two-part questions": {"question_set": "twopart"},
+}
+
+
+def condition_profiles(profile: Profile) -> dict[str, Profile]:
+    """The profile in each condition of the grid (two-part only where the profile has that set)."""
+    from .config import load_profile
+
+    out = {}
+    for name, over in CONDITIONS.items():
+        if over.get("question_set") == "twopart" and not profile.twopart_questions_path:
+            continue
+        out[name] = load_profile(profile.name, **{**profile.overrides, **over})
+    return out
+
+
+def condition_table(profile: Profile) -> pd.DataFrame:
+    """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
+    condition, dense's headroom, searches and latency, computed from the saved runs (reading only).
+    Runs stopped part-way are left out and named."""
+    rows = []
+    for cname, cp in condition_profiles(profile).items():
+        sc = load_scored(cp)
+        if sc.pq.empty:
+            continue
+        summary = scores.design_summary(sc.pq).set_index("design")
+        deltas = scores.deltas(sc.pq, n_resamples=cp.bootstrap_resamples, seed=cp.bootstrap_seed)
+        head = scores.headroom(sc.pq)
+        for d, r in summary.iterrows():
+            row = {"condition": cname, "design": d, "runs": int(r.runs), "questions": int(r.questions),
+                   "recall_at_5": r.recall_at_5, "mrr_at_10": r.mrr_at_10, "searches": r.searches,
+                   "latency_median_s": r.latency_median_s, "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,
+                   "cost_usd_per_q": r.cost_usd_per_q, "dense_misses_at_5": head["dense_misses_at_5"],
+                   "not_scored": ", ".join(f"run {k}" for dd, k in sc.partial if dd == d)}
+            for m in scores.METRICS:
+                dl = deltas[(deltas.design == d) & (deltas.metric == m)]
+                row.update({f"{m}_delta": None, f"{m}_low": None, f"{m}_high": None} if dl.empty else
+                           {f"{m}_delta": dl.delta.iloc[0], f"{m}_low": dl.low.iloc[0], f"{m}_high": dl.high.iloc[0]})
+            rows.append(row)
+        for d, k in sc.partial:
+            if d not in summary.index:
+                rows.append({"condition": cname, "design": d, "runs": 0, "questions": 0,
+                             "not_scored": f"run {k} stopped part-way"})
+    return pd.DataFrame(rows)
 
 
 SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s",
@@ -260,7 +310,7 @@ SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "s
 
 
 def design_summary(profile: Profile, name: str) -> pd.DataFrame:
-    """One design's summary from its saved complete runs (the partial-run rule of notebook 07)."""
+    """One design's summary from its saved complete runs (the partial-run rule of the scores notebook)."""
     sources = {q.qid: q.source_id for q in scored_questions(profile)}
     res = [r for p in run_files(results_dir(profile), name) for r in read_results(p)]
     pq = scores.scored_runs(per_question(res, sources), len(sources))

@@ -2,7 +2,7 @@
 
 Usage: python scripts/run_designs.py PROFILE DESIGN[,DESIGN...] [RUN ...]
 (e.g. `offline multiquery,agent 3` with LLM_BACKEND=local records run 3 of both LLM designs).
-LLM_BACKEND and QUESTION_FORM override the profile's settings.
+LLM_BACKEND, QUESTION_FORM and QUESTION_SET override the profile's settings.
 """
 import os
 import sys
@@ -14,5 +14,5 @@ from lib.config import load_profile  # noqa: E402
 
 profile_name, designs, *runs = sys.argv[1:]
 profile = load_profile(profile_name, llm_backend=os.environ.get("LLM_BACKEND"),
-                       question_form=os.environ.get("QUESTION_FORM"))
+                       question_form=os.environ.get("QUESTION_FORM"), question_set=os.environ.get("QUESTION_SET"))
 pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)

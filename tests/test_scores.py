@@ -98,3 +98,19 @@ def test_partial_runs_are_left_out_not_shrinking_the_comparison():
     # a design whose only run stopped part-way is partial too: it is not scored on fewer questions
     only = df[~((df.design == "agent") & (df.run == 1))]
     assert partial_runs(only, 3) == [("agent", 2)] and complete_questions(only, ["q1", "q2", "q3"]) == ["q1", "q2", "q3"]
+
+
+def test_saved_results_of_every_condition_match_their_expected_scores():
+    """The drift check (2CR) over every condition's saved runs, as the report reads them."""
+    from lib import pipeline
+    from lib.config import load_profile
+
+    checked = 0
+    for name, cp in pipeline.condition_profiles(load_profile("offline")).items():
+        expected = pipeline.results_dir(cp) / "expected_scores.json"
+        if not expected.exists():
+            continue
+        drift = check_drift(pipeline.summary_for_profile(cp), expected)
+        assert (drift.status == "ok").all(), f"{name}: scores drifted from {expected}:\n{drift}"
+        checked += 1
+    assert checked >= 1

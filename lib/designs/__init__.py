@@ -7,6 +7,7 @@ from .agent import AgentDesign
 from .bm25 import BM25Design
 from .base import DEPTH, Design, LLMUse, Parts, Question, Result
 from .dense import DenseDesign
+from .hybrid import HybridDesign, HybridRerankDesign
 from .multiquery import MultiQueryDesign
 from .rerank import RerankDesign
 
@@ -16,6 +17,8 @@ REGISTRY: dict[str, type] = {
     "multiquery": MultiQueryDesign,
     "agent": AgentDesign,
     "bm25": BM25Design,
+    "hybrid": HybridDesign,
+    "hybrid_rerank": HybridRerankDesign,
 }
 BASELINE = "dense"
 

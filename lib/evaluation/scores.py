@@ -221,6 +221,8 @@ def load_scored(questions: list, results_dir: Path) -> Scored:
     the report uses."""
     results = load_runs(results_dir)
     pq_all = per_question(results, {q.qid: q.source_id for q in questions})
+    if pq_all.empty:
+        return Scored(questions, pq_all, [], [], pq_all, [])
     partial = partial_runs(pq_all, len(questions))
     common = complete_questions(pq_all, [q.qid for q in questions])
     keep = set(common)

@@ -98,7 +98,49 @@ def _provenance_lines(results_dir: Path) -> str:
     return "\n".join(out)
 
 
-def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list[Path], bench: Path | None = None) -> Path:
+def condition_html(table: pd.DataFrame) -> str:
+    """The condition x design table as HTML: scores with ranges against dense in that condition."""
+    rows = []
+    for _, r in table.iterrows():
+        if not r.get("questions"):
+            rows.append({"condition": r.condition, "design": r.design, "runs": "—", "questions": "—",
+                         "recall@5 (− dense [95% range])": f"not scored: {r.not_scored}", "MRR@10 (− dense [95% range])": "",
+                         "dense misses at 5": "", "searches / q": "", "latency median (s)": ""})
+            continue
+        cells = {}
+        for m, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")):
+            cell = f"{r[m]:.3f}"
+            if pd.notna(r.get(f"{m}_delta")):
+                cell += f" ({r[f'{m}_delta']:+.3f} [{r[f'{m}_low']:+.3f}, {r[f'{m}_high']:+.3f}])"
+            cells[f"{label} (− dense [95% range])"] = cell
+        rows.append({"condition": r.condition, "design": r.design, "runs": int(r.runs), "questions": int(r.questions),
+                     **cells, "dense misses at 5": int(r.dense_misses_at_5), "searches / q": f"{r.searches:.2f}",
+                     "latency median (s)": f"{r.latency_median_s:.2f}"})
+    return pd.DataFrame(rows).to_html(index=False, escape=True, border=0)
+
+
+def condition_answer(table: pd.DataFrame) -> str:
+    """Per condition, in words: does any design beat dense, and by how much (generated)."""
+    out = []
+    for c, g in table.groupby("condition", sort=False):
+        g = g[g.questions.fillna(0) > 0]
+        if g.empty:
+            continue
+        n = int(g.questions.max())
+        wins = [f"{r.design} ({r.recall_at_5_delta:+.3f} recall@5, {r.mrr_at_10_delta:+.3f} MRR@10)" for r in g.itertuples()
+                if pd.notna(r.mrr_at_10_delta) and ((r.recall_at_5_low or 0) > 0 or (r.mrr_at_10_low or 0) > 0)]
+        misses = int(g.dense_misses_at_5.iloc[0])
+        text = f"<b>{html.escape(c)}</b> ({n} questions; dense misses {misses} at 5): "
+        text += ("measurably better than dense: " + "; ".join(wins) if wins else "no design is measurably better than dense")
+        missing = [r.design for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
+        if missing:
+            text += f" (not yet scored here: {', '.join(missing)}, runs stopped part-way)"
+        out.append(f"<li>{text}.</li>")
+    return "<ul>" + "".join(out) + "</ul>"
+
+
+def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list[Path], bench: Path | None = None,
+                conditions: pd.DataFrame | None = None) -> Path:
     """Write ``report/index.html``; figures are copied next to it."""
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "figures").mkdir(exist_ok=True)
@@ -111,6 +153,13 @@ def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list
     links = "\n".join(f'<li><a href="{nb}.html">{title}</a></li>' for nb, title in notebook_titles().items()
                       if (report_dir / f"{nb}.html").exists())
     bench_html = speed_section(bench) if bench is not None and bench.exists() else ""
+    cond_html = ""
+    if conditions is not None and not conditions.empty:
+        cond_html = ("<h2>Every condition</h2><p>Each design against dense <i>in the same condition</i> (the same "
+                     "questions): full questions as the article wrote them, their 2-5 keyword short forms, and "
+                     "questions answered only by two papers together (for these, recall@5 is the share of the two "
+                     "papers in the top 5 and MRR@10 is 1/rank of the second-found paper).</p>"
+                     + condition_html(conditions) + "<h3>Per condition, the answer</h3>" + condition_answer(conditions))
     style = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;line-height:1.45}"
              "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
              "text-align:left;vertical-align:top}img{max-width:100%}")
@@ -119,7 +168,8 @@ def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list
 <h1>Does an agent that can search again find better evidence than plain search?</h1>
 <p>Profile <b>{html.escape(profile)}</b>. The scores on this page are computed from the saved runs by the scores notebook;
 the speed figures come from the benchmark (<code>make bench</code>, <code>results/bench.json</code>).</p>
-<h2>Headline</h2>{table}
+{cond_html}
+<h2>Headline: the article's conditions (full questions, the default collection)</h2>{table}
 <p><b>[95% range]</b>: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus
 dense's; a range that excludes 0 is a difference the question sample alone would not produce. The article's columns
 give its published figures (<code>data/article_figures.json</code> says where each comes from; ≈: derived from its
@@ -139,8 +189,13 @@ published differences); its embedder, reranker, LLM and questions differ from th
 BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit it is held to)
     "dense_query": ("dense search", "embed one question and search the collection exactly", "50 ms per query"),
     "embed_batch16": ("embedding the collection", "abstracts embedded per second, batches of 16", "1.5x the FLOP limit"),
-    "rerank_fp32_len128_b16": ("rerank, as the offline profile runs it", "cross-encoder over 50 candidates, 128 tokens",
+    "rerank_offline_step": ("rerank, as the offline profile runs it", "dense top 50 reordered by the profile's weights",
+                            "1.5 s per question"),
+    "rerank_fp32_len128_b16": ("the cross-encoder alone", "cross-encoder over 50 candidates, 128 tokens",
                                "1.5 s per question"),
+    "bm25_index": ("BM25 index", "bm25s over the collection's title + abstract", "none"),
+    "bm25_query": ("BM25 query", "one question, top 50", "50 ms per query"),
+    "hybrid_query": ("hybrid query", "BM25 + dense + RRF, top 50", "100 ms per query"),
     "rerank_fp32_len256_b16": ("rerank at 256 tokens (not used)", "the same at 256 tokens", "1.5 s per question"),
     "llm_rewrite_call": ("multi-query rewrite (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "llm_agent_call": ("agent decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),

@@ -94,3 +94,33 @@ def deltas_chart(deltas: pd.DataFrame, path: Path):
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle("Each design against dense, on the same questions", fontsize=10)
     return _save(fig, path)
+
+
+def conditions_chart(table: pd.DataFrame, path: Path):
+    """recall@5 and MRR@10 of every design in every condition (0 to 1), one row of points per condition."""
+    t = table.dropna(subset=["recall_at_5"])
+    conditions = list(dict.fromkeys(t["condition"]))
+    designs = list(dict.fromkeys(t["design"]))
+    colours = dict(zip(designs, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.9 + 0.75 * len(conditions)))
+    for ax, m in zip(axes, ("recall_at_5", "mrr_at_10")):
+        for ci, c in enumerate(conditions):
+            sub = t[t.condition == c]
+            for k, (_, r) in enumerate(sub.iterrows()):
+                y = ci + (k - (len(sub) - 1) / 2) * 0.12
+                ax.plot(r[m], y, "o", color=colours[r.design], label=r.design if ci == 0 or r.design not in
+                        set(t[t.condition.isin(conditions[:ci])].design) else None)
+        ax.set_yticks(range(len(conditions)), conditions)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1.05)
+        ax.set_xlabel(f"{LABELS[m]} (mean over questions; 0 to 1)")
+        ax.grid(axis="x", alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(designs), fontsize=8, frameon=False)
+    fig.suptitle("Every design in every condition", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return fig

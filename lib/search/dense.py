@@ -29,6 +29,12 @@ class DenseIndex:
         texts = [paper_text(p) for p in papers]
         return cls([p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress))
 
+    def scores_for(self, qvec: np.ndarray, ids: Sequence[str]) -> list[float]:
+        """Cosine of the query vector with the given papers."""
+        if not hasattr(self, "_pos"):
+            self._pos = {str(d): i for i, d in enumerate(self.ids)}
+        return [float(self.vectors[self._pos[i]] @ np.asarray(qvec, dtype=np.float32)) for i in ids]
+
     def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
         scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
         # lexsort: last key is primary -> by descending score, then ascending id (ids are sorted already)
@@ -45,6 +51,10 @@ class DenseSearcher:
     def search(self, query: str, k: int) -> list[Hit]:
         qvec = self.embedder.embed([query], progress=False, persist=False)[0]
         return self.index.search_vector(qvec, k)
+
+    def scores_for(self, query: str, ids: Sequence[str]) -> list[float]:
+        """The dense score (cosine) of the query with the given papers."""
+        return self.index.scores_for(self.embedder.embed([query], progress=False, persist=False)[0], ids)
 
     def search_many(self, queries: Sequence[str], k: int, progress: bool = True) -> list[list[Hit]]:
         vecs = self.embedder.embed(list(queries), desc="embedding questions", progress=progress, persist=False)

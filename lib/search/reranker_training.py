@@ -100,7 +100,7 @@ def train_cross_encoder(base_path: str, groups, out_dir: Path, *, epochs: int = 
             batch = [groups[i] for i in order[b:b + groups_per_step]]
             size = len(batch[0][1])
             enc = tok([q for q, docs in batch for _ in docs], [d for _, docs in batch for d in docs],
-                      truncation="only_second", max_length=max_length, padding=True, return_tensors="pt")
+                      truncation="longest_first", max_length=max_length, padding=True, return_tensors="pt")
             logits = model(**enc).logits.view(len(batch), size)
             loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
             loss.backward()

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 8. Failure cases
+# # 9. Failure cases
 #
 # *Where, and why, do the LLM designs find the source where dense does not, or lose it?*
 #

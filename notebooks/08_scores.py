@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 7. Scores
+# # 8. Scores
 #
 # *Does any design find the source paper more often, or higher, than plain dense search?*
 #
@@ -141,6 +141,20 @@ plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png")
 
 # %%
 plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png")
+
+# %% [markdown]
+# ## Every condition
+# The same designs under harder conditions, each against dense in that condition: the questions'
+# 2-5 keyword short forms, and questions answered only by two papers together (recall@5 there is the
+# share of the two papers in the top 5; MRR@10 is 1/rank of the second-found paper). A run stopped
+# part-way is saved and named, not scored.
+
+# %%
+conditions = pipeline.condition_table(cfg)
+plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png") if not conditions.empty else None
+
+# %%
+whole_table(conditions.round(3), cfg, "conditions", "every design in every condition")
 
 # %% [markdown]
 # ## Saved, and checked against the expected scores
