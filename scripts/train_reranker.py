@@ -2,6 +2,7 @@
 skipped when a model with the same settings exists. Seeded and deterministic on the CPU.
 
 Usage: python scripts/train_reranker.py [VARIANT] [--out DIR] [--force]
+(default: the variant of the model already in DIR, which is the offline profile's reranker folder)
 Variants (VARIANTS below): `title` (titles as pseudo-queries against abstracts; the first model) and
 `sentence` (an abstract's most informative sentence against the title and the rest of the abstract).
 Training papers are first listed before the window and belong to no evaluation collection (the
@@ -88,7 +89,10 @@ def main(variant: str, out_dir: Path, force: bool) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    variant = args[0] if args else "sentence"
     out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else ROOT / load_profile("offline").reranker
-    main(variant, out if out.is_absolute() else ROOT / out, "--force" in sys.argv)
+    out = out if out.is_absolute() else ROOT / out
+    args = [a for a in sys.argv[1:] if not a.startswith("--") and ROOT / a != out and Path(a) != out]
+    shipped = out / "training.json"
+    # by default, the variant of the model in the output folder (the shipped one: `make reranker`)
+    variant = args[0] if args else (json.loads(shipped.read_text()).get("variant", "title") if shipped.exists() else "title")
+    main(variant, out, "--force" in sys.argv)

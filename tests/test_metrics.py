@@ -74,3 +74,27 @@ def test_exported_trec_and_qrels_score_the_same_in_ir_measures(tmp_path):
     ours = per_question(res, {q.qid: q.source_id for q in qs})
     assert agg[RR @ 10] == pytest.approx(ours.mrr_at_10.mean())
     assert agg[R @ 5] == pytest.approx(ours.recall_at_5.mean())
+
+
+def test_two_part_measures_against_ir_measures_with_two_relevant_papers(tmp_path):
+    import ir_measures
+    from ir_measures import R
+
+    from lib.designs import Question
+    from lib.evaluation.metrics import twopart_scores
+    from lib.runs import write_qrels, write_trec
+
+    qs = [Question("t1", "a", "d2;d7"), Question("t2", "b", "d1;d30"), Question("t3", "c", "d4;d5")]
+    res = [Result("t1", "dense", 1, [f"d{i}" for i in range(1, 20)], 1, ["a"], 0.1),
+           Result("t2", "dense", 1, [f"d{i}" for i in range(1, 20)], 1, ["b"], 0.1),
+           Result("t3", "dense", 1, ["d9", "d5", "d8", "d4"], 1, ["c"], 0.1)]
+    assert twopart_scores(res[0].ranked_ids, ["d2", "d7"]) == {"recall_at_5": 0.5, "mrr_at_10": 1 / 7,
+                                                                "both_found_at_10": 1.0, "rank": 7}
+    assert twopart_scores(res[1].ranked_ids, ["d1", "d30"])["both_found_at_10"] == 0.0
+    run = ir_measures.read_trec_run(str(write_trec(res, tmp_path / "run1.trec", "dense-run1")))
+    qrels = ir_measures.read_trec_qrels(str(write_qrels(qs, tmp_path / "qrels.txt")))
+    per_q = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc([R @ 5, R @ 10], qrels, run)}
+    ours = per_question(res, {q.qid: q.source_id for q in qs}).set_index("qid")
+    for q in qs:
+        assert ours.loc[q.qid, "recall_at_5"] == pytest.approx(per_q[(q.qid, "R@5")])  # per-paper recall@5
+        assert ours.loc[q.qid, "both_found_at_10"] == float(per_q[(q.qid, "R@10")] == 1.0)  # both in the top 10

@@ -18,7 +18,7 @@ def open_page(profile, *settings: str) -> None:
     import itables
 
     pd.set_option("display.precision", 3)
-    pd.set_option("display.max_colwidth", 160)
+    pd.set_option("display.max_colwidth", None)  # whole questions, never cut mid-word
     itables.init_notebook_mode(all_interactive=False, connected=False)
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
