@@ -64,6 +64,10 @@ class Settings(BaseModel):
     dense_k: int = Field(ge=10, le=2000, description="at least 10: MRR@10 needs 10 ranks")
     rerank_k: int = Field(ge=10, le=2000)
     rrf_k: int = Field(ge=0, le=10000)
+    filter_categories: Optional[list[str]] = Field(default=None, min_length=1,
+                                                   description="only papers with one of these categories are returned")
+    filter_first_seen: Optional[list[str]] = Field(default=None, min_length=2, max_length=2,
+                                                   description="[from, to]: only papers first listed in this range")
     hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
     n_runs: int = Field(ge=1, le=20)
@@ -89,6 +93,13 @@ class Settings(BaseModel):
     def _date(cls, v):
         if v is not None and not _DATE.match(str(v)):
             raise ValueError(f"should be a date YYYY-MM-DD, got {v!r}")
+        return v
+
+    @field_validator("filter_first_seen")
+    @classmethod
+    def _range(cls, v):
+        if v is not None and (not all(_DATE.match(str(d)) for d in v) or v[0] > v[1]):
+            raise ValueError(f"should be [from, to] dates YYYY-MM-DD with from <= to, got {v!r}")
         return v
 
     @field_validator("rerank_weights")

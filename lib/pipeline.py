@@ -96,8 +96,19 @@ class ProfileParts:
         self.papers = papers if papers is not None else collection(profile)
 
     @cached_property
+    def allowed(self) -> set[str] | None:
+        """The papers the metadata filters let through (None: no filter), applied inside every search."""
+        cats, dates = self.profile.filter_categories, self.profile.filter_first_seen
+        if not cats and not dates:
+            return None
+        return {p["id"] for p in self.papers if (not cats or set(cats) & set(p["categories"]))
+                and (not dates or dates[0] <= p["first_seen"] <= dates[1])}
+
+    @cached_property
     def searcher(self) -> DenseSearcher:
-        return searcher(self.profile, self.papers, self.progress)
+        s = searcher(self.profile, self.papers, self.progress)
+        s.index.restrict(self.allowed)
+        return s
 
     def titles(self) -> dict[str, str]:
         return {p["id"]: p["title"] for p in self.papers}
@@ -140,7 +151,7 @@ class ProfileParts:
     def bm25(self):
         from .search.bm25 import BM25Index
 
-        return BM25Index.build(self.papers)
+        return BM25Index.build(self.papers).restrict(self.allowed)
 
     def reranker(self):
         """The rerank step: the cross-encoder's score fused with the dense and BM25 scores by the
@@ -157,6 +168,8 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     which backend answered and with which prompt style)."""
     cls = design_class(name)
     prov = {"profile": profile.name, **{k: profile.settings.get(k) for k in cls.settings}}
+    # the metadata filters shape every design's searches; they enter the record only when set
+    prov.update({k: profile.settings[k] for k in ("filter_categories", "filter_first_seen") if profile.settings.get(k)})
     if cls.uses_llm:
         prov.update({"llm_backend": parts.llm().name, "llm_source": parts.llm_source(),
                      "prompt_style": parts.prompt_style()})

@@ -41,4 +41,14 @@ llm_backend = None      # None: the profile's (offline: replay); local or anthro
 from lib.config import notebook_profile
 from lib.report.pages import design_page
 
-page = design_page(notebook_profile(globals()), "agent", runs=runs)
+cfg = notebook_profile(globals())
+page = design_page(cfg, "agent", runs=runs)
+
+# %% [markdown]
+# ## The agent, its fused list reranked
+# Beyond the article: the same agent (the same recorded answers), its fused top 50 then reordered
+# by the rerank step of notebook 4 against the question as written. It tests the anti-pattern of
+# expanding queries without reranking what they bring back.
+
+# %%
+page_reranked = design_page(cfg, "agent_rerank", runs=runs)

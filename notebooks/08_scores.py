@@ -157,6 +157,15 @@ plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png
 whole_table(conditions.round(3), cfg, "conditions", "every design in every condition")
 
 # %% [markdown]
+# ## Which step is worth its cost
+# Each design's MRR@10 against what it costs per question: its median latency and its LLM calls
+# (offline the LLM has no fee; with the article profile the cost column is in USD). A design on
+# the frontier (filled) has no other design that is at least as good for less.
+
+# %%
+plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png") if not conditions.empty else None
+
+# %% [markdown]
 # ## Saved, and checked against the expected scores
 # Per design and run (`scores.csv`), the differences (`deltas.csv`) and a summary (`summary.json`)
 # are saved in the results folder. The expected scores checked in beside them are compared with

@@ -16,11 +16,12 @@ from lib.report.render import render  # noqa: E402
 cfg = profile_from_args(sys.argv[1:])
 for nb in sorted(cfg.report_dir.glob("*.ipynb")):
     render(nb, cfg.report_dir)
-figs = [cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("conditions", "scores", "deltas")]
+figs = [cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("conditions", "frontier", "scores", "deltas")]
 if (pipeline.results_dir(cfg) / "summary.json").exists():
     conditions = pipeline.condition_table(cfg)
     if not conditions.empty:
         plots.conditions_chart(conditions, figs[0])
+        plots.frontier_chart(conditions, figs[1])
     out = build_index(cfg.report_dir, pipeline.results_dir(cfg), cfg.name, figs, bench=ROOT / "results" / "bench.json",
                       conditions=conditions)
     print(shown_path(out))

@@ -69,3 +69,49 @@ def test_the_dev_choice_takes_the_best_eligible_variant_above_the_recall_floor()
     table["eligible"] = [False, True]
     assert best(table[table.eligible]).variant == "flip"
     assert isinstance(table, pd.DataFrame) and "mrr_at_10 vague" in table
+
+
+def test_agent_rerank_reorders_the_agents_fused_list_and_keeps_its_record():
+    from lib.designs.agent import AgentDesign
+    from lib.designs.agent_rerank import AgentRerankDesign
+    from tests.fakes import ScriptedLLM
+
+    s = ListSearcher({"q": ["a", "b", "c"], "more": ["d", "a"]})
+    s.scores_for = lambda q, ids: [0.0] * len(ids)
+    agent = AgentDesign(s, ScriptedLLM(['{"decision":"search","query":"more"}', '{"decision":"stop"}']),
+                        {i: i for i in "abcd"}, "anthropic")
+
+    class Reverse:
+        def scores(self, q, ids, dense, texts):
+            return [-i for i in range(len(ids))][::-1]
+
+    r = AgentRerankDesign(agent, Reverse(), {i: i for i in "abcd"}, k=3).retrieve(Question("q1", "q", "a"))
+    plain = [d for d, _ in rrf([["a", "b", "c"], ["d", "a"]], 60)]
+    assert r.design == "agent_rerank" and r.queries == ["q", "more"] and r.llm_calls == 2
+    assert r.ranked_ids == plain[:3][::-1]
+
+
+def test_metadata_filters_apply_inside_every_designs_searches_and_depth_is_met(tmp_path):
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.llm import RecordedLLM, RecordStore
+    from tests.fakes import ScriptedLLM
+
+    cfg = load_profile("pilot", filter_categories=["cs.CL"], filter_first_seen=["2025-01-01", "2026-12-31"],
+                       rerank_weights={"dense": 1.0, "bm25": 1.5})
+    parts = pipeline.ProfileParts(cfg, progress=False)
+    allowed = parts.allowed
+    by_id = {p["id"]: p for p in parts.papers}
+    assert 50 < len(allowed) < len(parts.papers)
+    assert all("cs.CL" in by_id[i]["categories"] for i in allowed)
+    q = pipeline.scored_questions(cfg, parts.papers)[0]
+    for name in pipeline.design_names():
+        if pipeline.design_class(name).uses_llm:  # a scripted model in place of the recorded one
+            parts.__dict__["_llm"] = RecordedLLM(ScriptedLLM(['{"decision":"search","query":"language models"}',
+                                                              '{"decision":"stop"}', "a\nb\nc"] * 3),
+                                                 RecordStore(tmp_path), backend_name="scripted", model="m")
+        design = pipeline.make_design(name, cfg, parts)
+        r = design.retrieve(q, 1)
+        assert set(r.ranked_ids) <= allowed, f"{name} returned a filtered-out paper"
+        assert len(r.ranked_ids) >= 10, f"{name}: depth not met ({len(r.ranked_ids)})"
+        assert design.provenance["filter_categories"] == ["cs.CL"]

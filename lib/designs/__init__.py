@@ -4,6 +4,7 @@ adding a design is one file here and one line below."""
 from __future__ import annotations
 
 from .agent import AgentDesign
+from .agent_rerank import AgentRerankDesign
 from .bm25 import BM25Design
 from .base import DEPTH, Design, LLMUse, Parts, Question, Result
 from .dense import DenseDesign
@@ -19,6 +20,7 @@ REGISTRY: dict[str, type] = {
     "bm25": BM25Design,
     "hybrid": HybridDesign,
     "hybrid_rerank": HybridRerankDesign,
+    "agent_rerank": AgentRerankDesign,
 }
 BASELINE = "dense"
 

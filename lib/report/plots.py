@@ -124,3 +124,42 @@ def conditions_chart(table: pd.DataFrame, path: Path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return fig
+
+
+def pareto(points: list[tuple[str, float, float]]) -> set[str]:
+    """Names on the cost-quality frontier: no other point has lower-or-equal cost and higher-or-equal
+    score with one of them strictly better."""
+    out = set()
+    for n, c, s in points:
+        if not any((c2 <= c and s2 >= s) and (c2 < c or s2 > s) for n2, c2, s2 in points if n2 != n):
+            out.add(n)
+    return out
+
+
+def frontier_chart(table: pd.DataFrame, path: Path, metric: str = "mrr_at_10"):
+    """Per condition: each design's score against its median latency per question and its LLM calls
+    per question (the offline cost axis: the local model has no fee); designs on the frontier are
+    filled, the others hollow."""
+    t = table.dropna(subset=[metric])
+    conditions = list(dict.fromkeys(t["condition"]))
+    fig, axes = plt.subplots(len(conditions), 2, figsize=(11, 2.8 * len(conditions)), squeeze=False)
+    for row, c in zip(axes, conditions):
+        sub = t[t.condition == c]
+        for ax, (x, xlabel) in zip(row, (("latency_median_s", "median latency per question (s, log scale)"),
+                                         ("llm_calls", "LLM calls per question"))):
+            xs = sub[x].clip(lower=1e-3) if x == "latency_median_s" else sub[x]
+            front = pareto(list(zip(sub.design, xs, sub[metric])))
+            for d, xv, yv in zip(sub.design, xs, sub[metric]):
+                ax.plot(xv, yv, "o", color="#4c72b0", mfc="#4c72b0" if d in front else "white")
+                ax.annotate(d, (xv, yv), xytext=(4, 4), textcoords="offset points", fontsize=8)
+            if x == "latency_median_s":
+                ax.set_xscale("log")
+            else:
+                ax.set_xlim(-0.1, max(1.0, float(xs.max()) * 1.15))
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(f"{LABELS[metric]} ({c})")
+            ax.grid(alpha=0.3)
+    fig.suptitle(f"Cost and quality: {LABELS[metric]} against latency and LLM calls (filled: on the frontier)",
+                 fontsize=10)
+    return _save(fig, path)

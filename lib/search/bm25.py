@@ -42,6 +42,12 @@ class BM25Index:
         self.ids = list(ids)
         self.pos = {d: i for i, d in enumerate(self.ids)}
         self.retriever = retriever
+        self.mask = None
+
+    def restrict(self, allowed: set[str] | None) -> "BM25Index":
+        """A metadata filter applied inside every search: only these papers can be returned (None: all)."""
+        self.mask = None if allowed is None else np.array([d in allowed for d in self.ids])
+        return self
 
     @staticmethod
     def key(ids: Sequence[str], texts: Sequence[str]) -> str:
@@ -88,5 +94,8 @@ class BM25Index:
     def search(self, query: str, k: int) -> list[Hit]:
         """The top ``k`` papers by BM25 score, ties broken by id."""
         s = self.scores(query)
+        if self.mask is not None:  # filtered-out papers rank below every allowed one, and are cut
+            s = np.where(self.mask, s, -np.inf)
+            k = min(k, int(self.mask.sum()))
         order = np.lexsort((np.arange(len(s)), -s))[:k]
         return [Hit(self.ids[i], float(s[i])) for i in order]

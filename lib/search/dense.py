@@ -19,10 +19,15 @@ class Hit:
 class DenseIndex:
     """Exact cosine search over L2-normalised vectors, ties broken by id (ascending)."""
 
-    def __init__(self, ids: Sequence[str], vectors: np.ndarray):
+    def __init__(self, ids: Sequence[str], vectors: np.ndarray, allowed: set[str] | None = None):
         order = np.argsort(np.asarray(ids))
         self.ids = np.asarray(ids)[order]
         self.vectors = np.asarray(vectors, dtype=np.float32)[order]
+        self.restrict(allowed)
+
+    def restrict(self, allowed: set[str] | None) -> None:
+        """A metadata filter applied inside every search: only these papers can be returned (None: all)."""
+        self.mask = None if allowed is None else np.isin(self.ids, sorted(allowed))
 
     @classmethod
     def build(cls, papers: Sequence[dict], embedder: Embedder, progress: bool = True) -> "DenseIndex":
@@ -37,6 +42,9 @@ class DenseIndex:
 
     def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
         scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        if self.mask is not None:  # filtered-out papers rank below every allowed one, and are cut
+            scores = np.where(self.mask, scores, -np.inf)
+            k = min(k, int(self.mask.sum()))
         # lexsort: last key is primary -> by descending score, then ascending id (ids are sorted already)
         order = np.lexsort((np.arange(len(scores)), -scores))[:k]
         return [Hit(str(self.ids[i]), float(scores[i])) for i in order]
