@@ -322,7 +322,7 @@ SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "s
                    "llm_calls", "cost_usd_per_q", "cost_total_usd"]
 
 
-def design_summary(profile: Profile, name: str) -> pd.DataFrame:
+def saved_design_summary(profile: Profile, name: str) -> pd.DataFrame:
     """One design's summary from its saved complete runs (the partial-run rule of the scores notebook)."""
     sources = {q.qid: q.source_id for q in scored_questions(profile)}
     res = [r for p in run_files(results_dir(profile), name) for r in read_results(p)]
@@ -344,9 +344,11 @@ def provenance_table(profile: Profile, name: str) -> pd.DataFrame:
 def design_page(profile: Profile, name: str, runs=None) -> dict:
     """What a design notebook shows: run (or resume) the design, then its summary and provenance."""
     out = run(profile, name, runs=runs)
-    return {"runs": out, "summary": design_summary(profile, name), "provenance": provenance_table(profile, name)}
+    return {"runs": out, "summary": saved_design_summary(profile, name),
+            "provenance": provenance_table(profile, name)}
 
 
-__all__ = ["all_questions", "collection", "design_class", "design_names", "design_page", "design_summary", "llm_design_names",
-           "load_scored", "make_design", "provenance_table", "questions_path", "results_dir", "run", "run_many",
-           "scored_questions", "searcher", "summary_for_profile"]
+__all__ = ["all_questions", "collection", "condition_profiles", "condition_table", "design_class", "design_names",
+           "design_page", "llm_design_names", "load_scored", "make_design", "provenance_table", "questions_path",
+           "results_dir", "run", "run_many", "saved_design_summary", "scored_questions", "searcher",
+           "summary_for_profile"]

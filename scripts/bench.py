@@ -20,6 +20,7 @@ from lib import pipeline  # noqa: E402
 from lib.report.bench import encoder_flops, padded_flops, peak_gflops, timed  # noqa: E402
 from lib.config import ROOT, load_profile  # noqa: E402
 from lib.io import write_json  # noqa: E402
+from lib.llm import RecordStore  # noqa: E402
 from lib.data.papers import paper_text  # noqa: E402
 from lib.evaluation.metrics import mrr_at_k  # noqa: E402
 from lib.search.fusion import order_by_score  # noqa: E402
@@ -159,8 +160,8 @@ if "--search" in sys.argv:  # BM25 indexing and query, the hybrid query, the fus
 # --- LLM seconds per call, from the recorded calls of the saved runs (measured when made)
 for kind in ("rewrite", "agent"):
     lat = []
-    for path in (ROOT / "data" / "llm_records").glob(f"*/{kind}.jsonl"):
-        lat += [json.loads(line)["response"]["latency_s"] for line in open(path) if line.strip()]
+    for folder in (ROOT / "data" / "llm_records").glob("*/"):
+        lat += [rec["response"]["latency_s"] for rec in RecordStore(folder).records(kind).values()]
     if lat:
         out["steps"][f"llm_{kind}_call"] = {"median_s": float(np.median(lat)), "p10_s": float(np.quantile(lat, 0.1)),
                                              "p90_s": float(np.quantile(lat, 0.9)), "calls": len(lat),

@@ -6,7 +6,7 @@ nothing and a changed text recomputes only itself.
 from __future__ import annotations
 
 import hashlib
-import os
+import io
 import zipfile
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from ..config import ROOT
 from ..errors import ModelUnavailable
+from ..io import write_bytes
 
 CACHE_DIR = ROOT / "data" / "cache" / "embeddings"
 
@@ -96,12 +97,11 @@ class EmbeddingCache:
         return np.stack([self.vectors[text_key(t)] for t in texts])
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self.vectors)
-        tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]) if keys
+        buf = io.BytesIO()
+        np.savez(buf, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]) if keys
                  else np.zeros((0, 0), np.float32))
-        os.replace(tmp, self.path)
+        write_bytes(self.path, buf.getvalue())
 
 
 class Embedder:
