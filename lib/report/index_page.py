@@ -82,7 +82,7 @@ def plain_answer(results_dir: Path) -> str:
     if summary.get("profile") != "article":
         parts.append("These numbers come from the offline profile's parts, not the article's (see "
                      "\"What differs from the article\" below): a 1.5B local model in place of Claude Haiku, "
-                     "and a reranker trained here.")
+                     "and a rerank step chosen here on a dev set.")
     return " ".join(parts)
 
 
@@ -166,7 +166,7 @@ def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list
     page = f"""<!doctype html><html><head><meta charset="utf-8">
 <title>Does an agent that can search again find better evidence?</title><style>{style}</style></head><body>
 <h1>Does an agent that can search again find better evidence than plain search?</h1>
-<p>Profile <b>{html.escape(profile)}</b>. The scores on this page are computed from the saved runs by the scores notebook;
+<p>Profile <b>{html.escape(profile)}</b>. {html.escape(intro_note(profile))} The scores on this page are computed from the saved runs by the scores notebook;
 the speed figures come from the benchmark (<code>make bench</code>, <code>results/bench.json</code>).</p>
 {cond_html}
 <h2>Headline: the article's conditions (full questions, the default collection)</h2>{table}
@@ -219,6 +219,29 @@ def speed_section(bench: Path) -> str:
             f"{rows}</table>")
 
 
+def intro_note(profile: str) -> str:
+    """The first paragraph's warning where a part is not what the article's design card says."""
+    from ..config import load_profile
+
+    cfg = load_profile(profile)
+    if cfg.rerank_weights.get("cross_encoder"):
+        return ""
+    return "Offline, the rerank row is not a cross-encoder: it is " + rerank_step_words(cfg).split(" (docs")[0] + "."
+
+
+def rerank_step_words(cfg) -> str:
+    """What the profile's rerank step is, in words (from its weights)."""
+    w = {k: v for k, v in cfg.rerank_weights.items() if v}
+    parts = " + ".join(f"{v:g}·{k.replace('_', ' ')}" for k, v in w.items())
+    if "cross_encoder" not in w:
+        return (f"the dense top {cfg.rerank_k} reordered by {parts} (each score standardised over the "
+                "candidates), chosen on the dev set; no cross-encoder: the one trained here did not beat this on "
+                "dev (docs/reranker.md). The article used the cross-encoder cross-encoder/ms-marco-MiniLM-L-6-v2.")
+    model = ("cross-encoder/ms-marco-MiniLM-L-6-v2, the article's" if cfg.reranker_backend == "huggingface-hub"
+             else f"a MiniLM cross-encoder trained in this project ({cfg.reranker}), not the article's")
+    return f"the dense top {cfg.rerank_k} reordered by {parts}, the cross-encoder being {model}."
+
+
 def _differences(profile: str) -> str:
     """The stated differences between this profile's parts and the article's."""
     from ..config import load_profile
@@ -228,9 +251,7 @@ def _differences(profile: str) -> str:
     if cfg.llm_backend == "anthropic":
         return "<li>None: the article's parts (arXiv API, hub models, Anthropic).</li>"
     items = [f"Embedder {cfg.embedder} (PyPI package {cfg.embedder_backend}) instead of BAAI/bge-small-en-v1.5.",
-             f"Reranker: a MiniLM cross-encoder trained in this project ({cfg.reranker}, truncation "
-             f"{cfg.reranker_max_length} tokens), not cross-encoder/ms-marco-MiniLM-L-6-v2: notebook 4 shows its "
-             "training data and held-out quality.",
+             "Rerank: " + rerank_step_words(cfg) + " Notebook 4 shows every variant tried on the dev set.",
              f"LLM: {cfg.llm_model} run by llama.cpp on the CPU (replayed from data/llm_records/), not Claude Haiku; "
              f"sampling temperature {cfg.llm_temperature}, one seed per call.",
              "Prompts: " + PROMPT_DIFFERENCES["local"],
