@@ -109,14 +109,20 @@ def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: i
             appenders[d.name] = stack.enter_context(Appender(path))
         todo = [q for q in questions if any(q.qid not in done[d.name] for d in designs)]
         label = "+".join(d.name for d in designs)
-        for q in tqdm(todo, desc=f"{label} run {run}", unit="q", disable=not progress or not todo):
+        try:
+            for q in tqdm(todo, desc=f"{label} run {run}", unit="q", disable=not progress or not todo):
+                for d in designs:
+                    if q.qid in done[d.name]:
+                        continue
+                    res = d.retrieve(q, run)
+                    res.inputs = keys[d.name][q.qid]
+                    appenders[d.name].write(asdict(res))
+                    done[d.name][q.qid] = res
+        finally:  # a run that wrote nothing leaves no empty file behind
             for d in designs:
-                if q.qid in done[d.name]:
-                    continue
-                res = d.retrieve(q, run)
-                res.inputs = keys[d.name][q.qid]
-                appenders[d.name].write(asdict(res))
-                done[d.name][q.qid] = res
+                path = run_path(results_dir, d.name, run)
+                if path.exists() and path.stat().st_size == 0:
+                    path.unlink()
     return {d.name: [done[d.name][q.qid] for q in questions if q.qid in done[d.name]] for d in designs}
 
 

@@ -131,11 +131,16 @@ if "--search" in sys.argv:  # BM25 indexing and query, the hybrid query, the fus
     bm25 = BM25Index.build(papers, cache_dir=cache)
     search = pipeline.searcher(cfg, papers, progress=False)
     qtexts = [q.text for q in qs[:50]]
+    from lib.search.embedder import text_key
+
+    def forget_queries():  # every repeat embeds its questions again, as a live query would
+        for q in qtexts:
+            search.embedder.cache.vectors.pop(text_key(q), None)
     t = timed(lambda: [bm25.search(q, 50) for q in qtexts], repeats=3)
     out["steps"]["bm25_query"] = {"median_s_per_q": t["median_s"] / len(qtexts),
                                   "summary": f"{t['median_s'] / len(qtexts) * 1000:.1f} ms per question"}
-    t = timed(lambda: [rrf([[h.id for h in bm25.search(q, 50)], [h.id for h in search.search(q, 50)]], 60)
-                       for q in qtexts], repeats=3)
+    t = timed(lambda: forget_queries() or [rrf([[h.id for h in bm25.search(q, 50)], [h.id for h in search.search(q, 50)]], 60)
+                                           for q in qtexts], repeats=3)
     out["steps"]["hybrid_query"] = {"median_s_per_q": t["median_s"] / len(qtexts),
                                     "summary": f"{t['median_s'] / len(qtexts) * 1000:.1f} ms per question (BM25 + dense + RRF)"}
     texts = {p["id"]: paper_text(p) for p in papers}
@@ -146,6 +151,7 @@ if "--search" in sys.argv:  # BM25 indexing and query, the hybrid query, the fus
     fused = FusedReranker(cfg.rerank_weights, bm25=bm25, cross_encoder=ce)
 
     def rerank_step():
+        forget_queries()
         for q in qtexts[:20]:
             hits = search.search(q, 50)
             ids = [h.id for h in hits]

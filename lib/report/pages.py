@@ -123,6 +123,21 @@ def reranker_report(profile) -> dict:
             text += (f" The cross-encoder {model} was trained on papers that include "
                      f"{ov['dev_collection_papers_in_training']} of the dev collection, so variants using it were "
                      "not eligible.")
+    dev_profile = load_profile("dev", rerank_weights=profile.rerank_weights, rerank_k=profile.rerank_k)
+    if dev_profile.results_dir == dev and (dev / "rerank").exists():
+        from ..evaluation import scores
+
+        sc = pipeline.load_scored(dev_profile)
+        if not sc.pq.empty and {"dense", "rerank"} <= set(sc.pq.design):
+            d = scores.deltas(sc.pq[sc.pq.design.isin(["dense", "rerank"])], profile.bootstrap_resamples,
+                              profile.bootstrap_seed)
+            out["dev_deltas"] = d
+            display(Markdown("The chosen step run as the rerank design on the dev questions, against dense "
+                             "(paired bootstrap, 95% range):"))
+            display(d.style.hide(axis="index").format(precision=3))
+            mrr = d[d.metric == "mrr_at_10"].iloc[0]
+            text += (f" As a design on the {len(sc.common)} dev questions: MRR@10 {mrr.delta:+.3f} "
+                     f"[{mrr.low:+.3f}, {mrr.high:+.3f}] against dense.")
     display(Markdown(text))
     out["sentence"] = text
     return out
