@@ -306,8 +306,10 @@ def condition_table(profile: Profile) -> pd.DataFrame:
         summary = scores.design_summary(sc.pq).set_index("design")
         deltas = scores.deltas(sc.pq, n_resamples=cp.bootstrap_resamples, seed=cp.bootstrap_seed)
         head = scores.headroom(sc.pq)
+        both = sc.pq.groupby("design")["both_found_at_10"].mean() if "both_found_at_10" in sc.pq else {}
         for d, r in summary.iterrows():
             row = {"condition": cname, "design": d, "runs": int(r.runs), "questions": int(r.questions),
+                   "both_found_at_10": both.get(d) if len(both) else None,
                    "recall_at_5": r.recall_at_5, "mrr_at_10": r.mrr_at_10, "searches": r.searches,
                    "latency_median_s": r.latency_median_s, "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,
                    "cost_usd_per_q": r.cost_usd_per_q, "dense_misses_at_5": head["dense_misses_at_5"],

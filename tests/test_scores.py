@@ -53,8 +53,14 @@ def test_deltas_paired_on_run_means(pq):
 
 
 def test_complete_questions_needs_every_run():
+    from lib.evaluation.scores import partial_runs
+
     df = pd.DataFrame({"design": ["dense", "dense", "agent"], "run": [1, 1, 1], "qid": ["q1", "q2", "q1"]})
-    assert complete_questions(df, ["q1", "q2"]) == ["q1"]
+    # the agent's run stopped part-way: it is left out (saved, not scored) instead of shrinking the comparison
+    assert partial_runs(df, 2) == [("agent", 1)]
+    assert complete_questions(df, ["q1", "q2"]) == ["q1", "q2"]
+    full = pd.concat([df, pd.DataFrame({"design": ["agent"] * 2, "run": [2, 2], "qid": ["q1", "q2"]})])
+    assert complete_questions(full, ["q1", "q2"]) == ["q1", "q2"] and partial_runs(full, 2) == [("agent", 1)]
 
 
 def test_drift_flagged(pq, tmp_path):

@@ -84,5 +84,6 @@ def agent_added_words(results: list[Result], pq: pd.DataFrame, questions: dict[s
     per_q["won"] = (per_q.dense_hit == 0) & (per_q.agent_hit == 1)
     summary = per_q.groupby("added_any").agg(cases=("qid", "count"), lost=("lost", "sum"), won=("won", "sum"),
                                              dense_had_it=("dense_hit", "sum")).reset_index()
+    summary[["lost", "won", "dense_had_it"]] = summary[["lost", "won", "dense_had_it"]].astype(int)
     summary["loss_rate_where_dense_had_it"] = summary["lost"] / summary["dense_had_it"].where(summary["dense_had_it"] > 0)
     return pd.DataFrame(qrows), summary

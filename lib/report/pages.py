@@ -101,8 +101,9 @@ def reranker_report(profile) -> dict:
             ("held-out title queries: MRR@10 dense / reranked",
              f"{info['heldout']['dense_mrr_at_10']:.3f} / {info['heldout']['rerank_mrr_at_10']:.3f}"),
         ], columns=["cross-encoder training", "value"])
-        display(Markdown("### The cross-encoder trained here"))
-        display(out["training"])
+        display(Markdown("### The cross-encoder trained here (the first model; `docs/reranker.md` records the "
+                         "second, trained on abstract sentences)"))
+        display(out["training"].style.hide(axis="index"))
     dev = load_profile("dev").results_dir
     sel_path, table_path = dev / "rerank_selection.json", dev / "rerank_selection.csv"
     if not sel_path.exists():
@@ -112,7 +113,7 @@ def reranker_report(profile) -> dict:
     out["selection"], out["variants"] = sel, table
     display(Markdown(f"### Variants tried on the dev set ({sel['questions']} questions, pre-window papers)\n"
                      f"Each reorders the same dense top {profile.rerank_k}. Rule: {sel['rule']}."))
-    display(table.round(3))
+    whole_table(table.round(3), profile, "rerank_dev_variants", "every rerank variant tried on the dev set")
     c, d = sel["chosen"], sel["dense"]
     verdict = "beats" if c["mrr_at_10"] > d["mrr_at_10"] else "does not beat"
     text = (f"On the dev set the chosen rerank step ({c['variant']}) reaches MRR@10 {c['mrr_at_10']:.3f} against "
