@@ -25,7 +25,7 @@
 #    window (after the article's models' training cut-off; the table below gives it) in its
 #    categories. Only new submissions count: the daily listings also carry old papers that were
 #    replaced or cross-listed, and those are skipped. Each question is written from one source paper.
-# 2. **Lookalikes.** For each source, its 5 most similar papers by TF-IDF cosine over title + abstract,
+# 2. **Lookalikes.** For each source, its `n_lookalikes` most similar papers by TF-IDF cosine over title + abstract,
 #    taken from the whole pool, so that every source has close competitors.
 # 3. **Fillers.** Random papers from the pool, up to the collection size.
 #

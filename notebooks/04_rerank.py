@@ -16,9 +16,9 @@
 # %% [markdown]
 # # 4. Rerank
 #
-# *Does a second, closer look at the dense top 50 put the source higher?*
+# *Does a second, closer look at the dense top candidates put the source higher?*
 #
-# Dense top 50, reordered by a second look at each candidate (Nogueira & Cho 2019). The `article`
+# The dense top `rerank_k` (50 in the article), reordered by a second look at each candidate (Nogueira & Cho 2019). The `article`
 # profile uses the cross-encoder cross-encoder/ms-marco-MiniLM-L-6-v2 alone.
 #
 # **The offline rerank step is not the article's reranker.** No MS MARCO cross-encoder can be

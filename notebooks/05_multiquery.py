@@ -20,7 +20,7 @@
 # source more often than the question alone?*
 #
 # An LLM writes 3 different versions of the question; the original and the 3 versions are searched
-# (dense top 50 each) and the 4 lists fused with reciprocal rank fusion, k = 60 (Cormack et al.
+# (dense top `dense_k` each) and the 4 lists fused with reciprocal rank fusion, k = `rrf_k` (Cormack et al.
 # 2009), untuned. It runs the profile's number of times (the model samples at the profile's
 # temperature, one seed per call); the tables below say how many runs are saved.
 #

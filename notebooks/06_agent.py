@@ -22,7 +22,7 @@
 # Search with the question as written; the LLM sees the titles of the top 5 and replies only
 # `{"decision":"stop"}` or `{"decision":"search","query":"..."}`; at most the profile's
 # `agent_max_searches` searches (3, as in the article); a malformed reply, an empty query or a
-# repeated query ends the loop (recorded as the stop reason); all lists fused with RRF, k = 60.
+# repeated query ends the loop (recorded as the stop reason); all lists fused with RRF, k = `rrf_k`.
 # Every query the agent writes is kept in the record.
 #
 # The local model gets two worked examples and a grammar whose reply first names the matching title
@@ -46,7 +46,7 @@ page = design_page(cfg, "agent", runs=runs)
 
 # %% [markdown]
 # ## The agent, its fused list reranked
-# Beyond the article: the same agent (the same recorded answers), its fused top 50 then reordered
+# Beyond the article: the same agent (the same recorded answers), its fused top `rerank_k` then reordered
 # by the rerank step of notebook 4 against the question as written. It tests the anti-pattern of
 # expanding queries without reranking what they bring back.
 

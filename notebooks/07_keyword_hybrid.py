@@ -20,7 +20,7 @@
 #
 # Beyond the article: **bm25** is keyword search over title + abstract (bm25s; Lucene's BM25,
 # k1 = 1.5, b = 0.75, English stop words, Snowball stemming). **hybrid** fuses the BM25 and dense
-# lists (each to the profile's `hybrid_depth`) by reciprocal rank fusion, k = 60. **hybrid_rerank**
+# lists (each to the profile's `hybrid_depth`) by reciprocal rank fusion, k = `rrf_k`. **hybrid_rerank**
 # reorders the hybrid list's top `rerank_k` by the same rerank step as notebook 4.
 
 # %% tags=["parameters"]
