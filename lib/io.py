@@ -73,13 +73,23 @@ def _parse_line(path: Path, no: int, line: bytes, parse: Callable[[dict], Any]) 
         raise DataError(f"{path}: line {no}: not a valid record ({type(exc).__name__}: {exc})") from exc
 
 
-def torn_tail(path: Path) -> int:
-    """Bytes after the last newline of a file (an append that was cut off), 0 if none."""
+def torn_tail(path: Path, block: int = 1 << 16) -> int:
+    """Bytes after the last newline of a file (an append that was cut off), 0 if none. Reads from
+    the end only, so the check before every append costs one block, not the whole file."""
     path = Path(path)
-    if not path.exists() or not path.stat().st_size:
+    size = path.stat().st_size if path.exists() else 0
+    if not size:
         return 0
-    data = path.read_bytes()
-    return len(data) - (data.rfind(b"\n") + 1)
+    with open(path, "rb") as fh:
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            nl = fh.read(end - start).rfind(b"\n")
+            if nl >= 0:
+                return size - (start + nl + 1)
+            end = start
+    return size
 
 
 def repair_torn_tail(path: Path) -> int:

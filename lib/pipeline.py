@@ -182,19 +182,15 @@ def make_design(name: str, profile: Profile, parts: ProfileParts | None = None):
     return design_class(name).from_parts(parts, design_provenance(profile, name, parts))
 
 
-def recorded_runs(profile: Profile, name: str) -> list[int]:
-    """Runs of an LLM design that the replayed record holds calls for."""
-    llm = make_llm("replay", profile.llm_model, profile.llm_record_backend)
-    return sorted({rec["run"] for rec in llm.store.records(design_class(name).record_kind).values()})
-
-
-def default_runs(profile: Profile, name: str) -> list[int]:
-    """1 for deterministic designs; for LLM designs the profile's n_runs (when replaying, those the
-    record holds)."""
+def default_runs(parts: ProfileParts, name: str) -> list[int]:
+    """1 for deterministic designs; for LLM designs the profile's n_runs (when replaying, those of
+    them the record holds calls for)."""
+    profile = parts.profile
     if not design_class(name).uses_llm:
         return [1]
     if profile.llm_backend == "replay":
-        return [r for r in recorded_runs(profile, name) if r <= profile.n_runs]
+        recorded = {rec["run"] for rec in parts.llm().store.records(design_class(name).record_kind).values()}
+        return sorted(r for r in recorded if r <= profile.n_runs)
     return list(range(1, profile.n_runs + 1))
 
 
@@ -215,7 +211,7 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     parts = ProfileParts(profile, progress=progress)
     qs = scored_questions(profile, parts.papers)
     if runs is None:
-        runs = sorted(set().union(*(default_runs(profile, n) for n in names)))
+        runs = sorted(set().union(*(default_runs(parts, n) for n in names)))
     designs = [make_design(n, profile, parts) for n in names]
     rdir = results_dir(profile)
     if profile.llm_backend == "anthropic" and any(design_class(n).uses_llm for n in names):

@@ -8,7 +8,7 @@ import re
 import time
 
 from ..llm import LLMRequest, RecordedLLM, prompts
-from ..llm.base import INCOMPLETE_STOPS, ResponseTap
+from ..llm.base import INCOMPLETE_STOPS
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
 
@@ -69,15 +69,14 @@ class AgentDesign:
 
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
-        tap = ResponseTap(self.llm)  # the last response, for its stop reason
-        use = LLMUse(tap)
+        use = LLMUse(self.llm)
         queries = [question.text]
         lists = [[h.id for h in self.searcher.search(question.text, self.k)]]
         reason = "cap"
         while len(queries) < self.max_searches:
             reply = use(self.request(question, queries, lists[-1], run))
-            if tap.stop_reason in INCOMPLETE_STOPS:  # a refusal or a reply cut at max_tokens: stop, named
-                reason = tap.stop_reason
+            if use.stop_reason in INCOMPLETE_STOPS:  # a refusal or a reply cut at max_tokens: stop, named
+                reason = use.stop_reason
                 break
             decision, value = parse_decision(reply)
             if decision == "stop":

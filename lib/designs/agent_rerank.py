@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import time
 
-from ..search.fusion import order_by_score
 from .agent import AgentDesign
 from .base import Question, Result
-from .rerank import RerankDesign
+from .rerank import RerankDesign, rerank
 
 
 class AgentRerankDesign:
@@ -31,8 +30,8 @@ class AgentRerankDesign:
         res = self.agent.retrieve(question, run)
         start = time.perf_counter()
         ids = res.ranked_ids[: self.k]
-        dense = self.agent.searcher.scores_for(question.text, ids)
-        res.ranked_ids = order_by_score(ids, self.reranker.scores(question.text, ids, dense, [self.texts[i] for i in ids]))
+        res.ranked_ids = rerank(self.reranker, question.text, ids, self.agent.searcher.scores_for(question.text, ids),
+                                self.texts)
         res.design, res.provenance = self.name, self.provenance
         res.latency_s = round(res.latency_s + time.perf_counter() - start, 4)
         return res

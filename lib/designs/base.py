@@ -98,10 +98,16 @@ class LLMUse:
         self.llm, self.calls, self.tin, self.tout, self.cost, self.latency = llm, 0, 0, 0, 0.0, 0.0
         self.wall = 0.0  # time actually spent waiting here (about 0 when replayed)
         self.replies: list[str] = []
+        self.last = None  # the last response, for its stop reason
+
+    @property
+    def stop_reason(self) -> str:
+        """The last response's stop reason ("" when the backend gives none)."""
+        return str(getattr(self.last, "stop_reason", "") or "")
 
     def __call__(self, request: LLMRequest) -> str:
         t0 = time.perf_counter()
-        r = self.llm.complete(request)
+        r = self.last = self.llm.complete(request)
         self.wall += time.perf_counter() - t0
         self.calls += 1
         self.tin += r.tokens_in

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from ..search.fusion import order_by_score, rrf
+from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, Question, Result
-from .rerank import RerankDesign
+from .rerank import RerankDesign, rerank
 
 
 def hybrid_ids(searcher, bm25, query: str, depth: int, rrf_k: int) -> list[str]:
@@ -60,7 +60,6 @@ class HybridRerankDesign:
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
         ids = hybrid_ids(self.searcher, self.bm25, question.text, self.depth, self.rrf_k)[: self.k]
-        dense = self.searcher.scores_for(question.text, ids)
-        ranked = order_by_score(ids, self.reranker.scores(question.text, ids, dense, [self.texts[i] for i in ids]))
+        ranked = rerank(self.reranker, question.text, ids, self.searcher.scores_for(question.text, ids), self.texts)
         return Result(question.qid, self.name, run, ranked, 2, [question.text],
                       round(time.perf_counter() - start, 4), provenance=self.provenance)

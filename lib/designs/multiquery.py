@@ -8,7 +8,7 @@ import re
 import time
 
 from ..llm import LLMRequest, RecordedLLM, prompts
-from ..llm.base import MAX_TOKENS, REFUSAL, ResponseTap
+from ..llm.base import MAX_TOKENS, REFUSAL
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
 
@@ -58,10 +58,9 @@ class MultiQueryDesign:
 
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
-        tap = ResponseTap(self.llm)  # the last response, for its stop reason
-        use = LLMUse(tap)
+        use = LLMUse(self.llm)
         text = use(self.request(question, run))
-        stop = tap.stop_reason
+        stop = use.stop_reason
         if stop == REFUSAL:  # a refused reply is not used (any partial text is discarded)
             text = ""
         elif stop == MAX_TOKENS:  # the last line was cut off: keep the complete lines only

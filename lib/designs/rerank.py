@@ -9,6 +9,12 @@ from ..search.fusion import order_by_score
 from .base import EMBEDDER_SETTINGS, Question, Result
 
 
+def rerank(reranker, question: str, ids: list[str], dense_scores: list[float], texts: dict[str, str]) -> list[str]:
+    """Candidates reordered by the rerank step (the one reordering rerank, hybrid_rerank and
+    agent_rerank share)."""
+    return order_by_score(ids, reranker.scores(question, ids, dense_scores, [texts[i] for i in ids]))
+
+
 class RerankDesign:
     name = "rerank"
     uses_llm = False
@@ -26,7 +32,6 @@ class RerankDesign:
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
         hits = self.searcher.search(question.text, self.k)
-        ids = [h.id for h in hits]
-        scores = self.reranker.scores(question.text, ids, [h.score for h in hits], [self.texts[i] for i in ids])
-        return Result(question.qid, self.name, run, order_by_score(ids, scores), 1, [question.text],
+        ranked = rerank(self.reranker, question.text, [h.id for h in hits], [h.score for h in hits], self.texts)
+        return Result(question.qid, self.name, run, ranked, 1, [question.text],
                       round(time.perf_counter() - start, 4), provenance=self.provenance)

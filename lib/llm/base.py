@@ -82,25 +82,6 @@ class Backend(Protocol):
     def complete(self, request: LLMRequest) -> LLMResponse: ...
 
 
-class ResponseTap:
-    """Passes calls through to an LLM and keeps the last response, so a caller that only gets the
-    text back (``lib.designs.base.LLMUse``) can still read its stop reason."""
-
-    def __init__(self, llm: Any):
-        self.llm, self.last = llm, None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        self.last = self.llm.complete(request)
-        return self.last
-
-    @property
-    def stop_reason(self) -> str:
-        return str(getattr(self.last, "stop_reason", "") or "")
-
-
 def load_prices(path: Path = PRICES_PATH) -> dict[str, dict[str, Any]]:
     with open(path) as fh:
         return {k: v for k, v in json.load(fh).items() if not k.startswith("_")}

@@ -23,6 +23,7 @@ class DenseIndex:
         order = np.argsort(np.asarray(ids))
         self.ids = np.asarray(ids)[order]
         self.vectors = np.asarray(vectors, dtype=np.float32)[order]
+        self.pos = {str(d): i for i, d in enumerate(self.ids)}
         self.restrict(allowed)
 
     def restrict(self, allowed: set[str] | None) -> None:
@@ -36,9 +37,7 @@ class DenseIndex:
 
     def scores_for(self, qvec: np.ndarray, ids: Sequence[str]) -> list[float]:
         """Cosine of the query vector with the given papers."""
-        if not hasattr(self, "_pos"):
-            self._pos = {str(d): i for i, d in enumerate(self.ids)}
-        return [float(self.vectors[self._pos[i]] @ np.asarray(qvec, dtype=np.float32)) for i in ids]
+        return [float(self.vectors[self.pos[i]] @ np.asarray(qvec, dtype=np.float32)) for i in ids]
 
     def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
         scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
