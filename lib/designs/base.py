@@ -43,6 +43,8 @@ class Result:
     replies: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     inputs: str = ""
+    details: dict[str, Any] = field(default_factory=dict)  # a design's own measures (escalation, citations, ...)
+    trace: list[dict[str, Any]] = field(default_factory=list)  # step-by-step record (the tool-calling loop)
 
     @classmethod
     def from_json(cls, obj: dict) -> "Result":

@@ -7,7 +7,7 @@ import time
 
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, Question, Result
-from .rerank import RerankDesign, rerank
+from .rerank import RerankDesign, rerank_scored
 
 
 def hybrid_ids(searcher, bm25, query: str, depth: int, rrf_k: int) -> list[str]:
@@ -57,9 +57,13 @@ class HybridRerankDesign:
         return cls(parts.searcher, parts.bm25, parts.reranker(), parts.texts(), p.hybrid_depth, p.rrf_k, p.rerank_k,
                    {**provenance, "bm25": SETTINGS})
 
+    def search(self, query: str) -> tuple[list[str], list[float]]:
+        """The hybrid top ``k`` for a query, reordered by the rerank step, with the fused scores."""
+        ids = hybrid_ids(self.searcher, self.bm25, query, self.depth, self.rrf_k)[: self.k]
+        return rerank_scored(self.reranker, query, ids, self.searcher.scores_for(query, ids), self.texts)
+
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
-        ids = hybrid_ids(self.searcher, self.bm25, question.text, self.depth, self.rrf_k)[: self.k]
-        ranked = rerank(self.reranker, question.text, ids, self.searcher.scores_for(question.text, ids), self.texts)
+        ranked = self.search(question.text)[0]
         return Result(question.qid, self.name, run, ranked, 2, [question.text],
                       round(time.perf_counter() - start, 4), provenance=self.provenance)

@@ -9,10 +9,18 @@ from ..search.fusion import order_by_score
 from .base import EMBEDDER_SETTINGS, Question, Result
 
 
+def rerank_scored(reranker, question: str, ids: list[str], dense_scores: list[float],
+                  texts: dict[str, str]) -> tuple[list[str], list[float]]:
+    """Candidates reordered by the rerank step, with their fused scores in that order."""
+    fused = dict(zip(ids, (float(s) for s in reranker.scores(question, ids, dense_scores, [texts[i] for i in ids]))))
+    order = order_by_score(ids, [fused[i] for i in ids])
+    return order, [fused[i] for i in order]
+
+
 def rerank(reranker, question: str, ids: list[str], dense_scores: list[float], texts: dict[str, str]) -> list[str]:
-    """Candidates reordered by the rerank step (the one reordering rerank, hybrid_rerank and
-    agent_rerank share)."""
-    return order_by_score(ids, reranker.scores(question, ids, dense_scores, [texts[i] for i in ids]))
+    """Candidates reordered by the rerank step (the one reordering rerank, hybrid_rerank,
+    agent_rerank and escalate share)."""
+    return rerank_scored(reranker, question, ids, dense_scores, texts)[0]
 
 
 class RerankDesign:

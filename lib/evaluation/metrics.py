@@ -41,6 +41,15 @@ def twopart_scores(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, 
             "both_found_at_10": float(second is not None and second <= 10), "rank": second}
 
 
+def scores_of(ranked: Sequence[str], source: str) -> dict:
+    """recall@5, MRR@10 and rank of one ranked list; a source given as two ids joined by ";" is a
+    two-part question (:func:`twopart_scores`)."""
+    if ";" in source:
+        return twopart_scores(ranked, source.split(";"))
+    return {"recall_at_5": recall_at_k(ranked, source, 5), "mrr_at_10": mrr_at_k(ranked, source, 10),
+            "rank": rank_of(ranked, source)}
+
+
 def per_question(results: Iterable, sources: dict[str, str]) -> pd.DataFrame:
     """One row per (design, run, question) with both scores, the source's rank and usage. A source
     given as two ids joined by ";" is a two-part question (:func:`twopart_scores`)."""
@@ -48,12 +57,7 @@ def per_question(results: Iterable, sources: dict[str, str]) -> pd.DataFrame:
     for r in results:
         if r.qid not in sources:
             continue
-        rel = sources[r.qid]
-        if ";" in rel:
-            found = twopart_scores(r.ranked_ids, rel.split(";"))
-        else:
-            found = {"recall_at_5": recall_at_k(r.ranked_ids, rel, 5), "mrr_at_10": mrr_at_k(r.ranked_ids, rel, 10),
-                     "rank": rank_of(r.ranked_ids, rel)}
+        found = scores_of(r.ranked_ids, sources[r.qid])
         rows.append({"design": r.design, "run": r.run, "qid": r.qid, **found, "searches": r.searches,
                      "latency_s": r.latency_s, "llm_calls": r.llm_calls, "tokens_in": r.tokens_in,
                      "tokens_out": r.tokens_out, "cost_usd": r.cost_usd, "stop_reason": r.stop_reason})

@@ -144,7 +144,8 @@ def run_batch(requests: Sequence[LLMRequest], llm: Any, *, poll_s: float = 60.0,
 def first_turn_requests(design: Any, questions: Sequence[Any], runs: int | Iterable[int]) -> list[LLMRequest]:
     """The first LLM request a design makes for each question and run: multiquery's rewrite
     request; the agent's first decision (it needs the top ids of its first dense search, the
-    question as written, as ``retrieve`` does). Other designs make none."""
+    question as written, as ``retrieve`` does); escalate's first decision for the questions it
+    escalates. Other designs make none."""
     runs = [runs] if isinstance(runs, int) else list(runs)
     name = getattr(design, "name", "")
     if name == "multiquery":
@@ -154,6 +155,8 @@ def first_turn_requests(design: Any, questions: Sequence[Any], runs: int | Itera
             return []
         top = {q.qid: [h.id for h in design.searcher.search(q.text, design.k)] for q in questions}
         return [design.request(q, [q.text], top[q.qid], run) for run in runs for q in questions]
+    if hasattr(design, "first_requests"):  # escalate: only the questions its signal escalates
+        return design.first_requests(questions, runs)
     return []
 
 

@@ -151,8 +151,8 @@ def project_designs(designs: Sequence[Any], questions: Sequence[Any], runs: int 
                     prices: dict | None = None) -> dict[str, dict[str, Any]]:
     """Projected cost of running LLM designs on questions, per design: the first-turn requests
     (:func:`lib.llm.batches.first_turn_requests`) not yet recorded, and for the agent up to
-    ``max_searches - 2`` further decisions per question, each projected like its first (an upper
-    bound on calls: the agent may stop sooner). Designs without an LLM are left out."""
+    ``max_searches - 2`` further decisions per question (escalate: ``escalate_max_llm_calls - 1``),
+    each projected like its first (an upper bound on calls: the agent may stop sooner). Designs without an LLM are left out."""
     from .batches import first_turn_requests
 
     out: dict[str, dict[str, Any]] = {}
@@ -163,9 +163,11 @@ def project_designs(designs: Sequence[Any], questions: Sequence[Any], runs: int 
         store = getattr(llm, "store", None)
         proj = project_cost(first_turn_requests(d, questions, runs), llm.model, prices, recorded=store)
         follow = max(0, int(getattr(d, "max_searches", 0)) - 2) if d.name == "agent" else 0
+        if d.name == "escalate":
+            follow = d.bounds.max_llm_calls - 1
         if follow:
             for key in ("calls", "input_tokens", "output_tokens", "usd", "batch_usd"):
                 proj[key] = proj[key] * (1 + follow)
-            proj["note"] = f"first decision x {1 + follow} (at most {d.max_searches - 1} decisions a question)"
+            proj["note"] = f"first decision x {1 + follow} (at most {1 + follow} decisions a question)"
         out[d.name] = proj
     return out
