@@ -207,7 +207,8 @@ def default_runs(parts: ProfileParts, name: str) -> list[int]:
     profile = parts.profile
     if not design_class(name).uses_llm:
         return [1]
-    if profile.llm_backend == "replay":
+    stubbed = getattr(design_class(name), "stubbed", None)  # the loop run by a stub model: nothing to replay
+    if profile.llm_backend == "replay" and not (stubbed and stubbed(profile)):
         recorded = {rec["run"] for rec in parts.llm().store.records(design_class(name).record_kind).values()}
         # a design that may answer without the model (escalate) has runs saved with no call recorded
         recorded |= {int(p.stem[3:]) for p in run_files(profile.results_dir, name)}
@@ -368,6 +369,34 @@ def provenance_table(profile: Profile, name: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def escalation_outcomes(profile: Profile) -> pd.DataFrame:
+    """Per condition and run of escalate (reading only): how often it escalated, how often that
+    helped or hurt MRR@10 against its own first pass, and its LLM use against always running the
+    agent (the agent design's saved runs in the same condition)."""
+    from .evaluation.escalation import outcomes
+
+    rows = []
+    for cname, cp in condition_profiles(profile).items():
+        qs = scored_questions(cp)
+        sources, rdir = {q.qid: q.source_id for q in qs}, results_dir(cp)
+        agent = [r for path in run_files(rdir, "agent") for r in read_results(path) if r.qid in sources]
+        agent_calls = sum(r.llm_calls for r in agent) / len(agent) if agent else None
+        agent_tokens = sum(r.tokens_in + r.tokens_out for r in agent) / len(agent) if agent else None
+        for path in run_files(rdir, "escalate"):
+            res = [r for r in read_results(path) if r.qid in sources]
+            if len(res) < len(qs):  # a run stopped part-way is left out
+                continue
+            o = outcomes(res, sources)
+            calls, tokens = o["llm_calls"] / o["questions"], o["tokens"] / o["questions"]
+            rows.append({"condition": cname, "run": int(path.stem[3:]), "questions": o["questions"],
+                         "escalated": o["escalated"], "escalated_share": o["rate"], "helped": o["helped"],
+                         "hurt": o["hurt"], "unchanged": o["unchanged"], "llm_calls_per_q": calls,
+                         "agent_llm_calls_per_q": agent_calls, "tokens_per_q": tokens, "agent_tokens_per_q": agent_tokens,
+                         "calls_saved_vs_agent": (1 - calls / agent_calls) if agent_calls else None,
+                         "cost_usd_per_q": o["cost_usd"] / o["questions"]})
+    return pd.DataFrame(rows)
+
+
 def design_page(profile: Profile, name: str, runs=None) -> dict:
     """What a design notebook shows: run (or resume) the design, then its summary and provenance."""
     out = run(profile, name, runs=runs)
@@ -376,6 +405,6 @@ def design_page(profile: Profile, name: str, runs=None) -> dict:
 
 
 __all__ = ["all_questions", "collection", "condition_profiles", "condition_table", "design_class", "design_names",
-           "design_page", "llm_design_names", "load_scored", "make_design", "provenance_table", "questions_path",
-           "results_dir", "run", "run_many", "saved_design_summary", "scored_questions", "searcher",
-           "summary_for_profile"]
+           "design_page", "escalation_outcomes", "llm_design_names", "load_scored", "make_design", "provenance_table",
+           "questions_path", "results_dir", "run", "run_many", "saved_design_summary", "scored_questions", "search_papers",
+           "searcher", "summary_for_profile"]

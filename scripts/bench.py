@@ -2,7 +2,8 @@
 
 Writes results/bench.json. Each figure is a median over repeated runs with its spread; variants
 compared with each other are measured in the same run. Usage: python scripts/bench.py [--report]
-(--report also times `make report` re-rendering from saved results, twice: cold and warm).
+(--report also times `make report` re-rendering from saved results, twice: cold and warm;
+--search-only, --snapshot-only and --report-only time one part again and keep the rest).
 """
 import json
 import os
@@ -41,8 +42,11 @@ if "--report-only" in sys.argv and BENCH.exists():  # keep the model measurement
 elif "--search-only" in sys.argv and BENCH.exists():  # keep the model measurements, time BM25 and fusion again
     out = json.loads(BENCH.read_text())
     sys.argv.append("--search")
+elif "--snapshot-only" in sys.argv and BENCH.exists():  # keep the rest, time the whole-snapshot steps again
+    out = json.loads(BENCH.read_text())
+    sys.argv.append("--snapshot")
 else:
-    sys.argv += ["--models", "--search"]
+    sys.argv += ["--models", "--search", "--snapshot"]
 
 if "--models" in sys.argv:  # embedding, dense search and rerank variants, measured in one run
     # --- embedding throughput
@@ -163,8 +167,39 @@ if "--search" in sys.argv:  # BM25 indexing and query, the hybrid query, the fus
         "summary": f"{t['median_s'] / 20:.3f} s per question (50 candidates, weights {cfg.rerank_weights}, "
                    "dense search included)"}
 
+if "--snapshot" in sys.argv:  # the whole-snapshot condition: embedding all papers, one exact query
+    import resource
+
+    from lib.search.dense import DenseIndex
+    from lib.search.snapshot import load_matrix, matrix_paths
+
+    scfg = load_profile("offline", collection_scope="snapshot")
+    spapers = pipeline.search_papers(scfg)
+    emb = pipeline.embedder(scfg)
+    sample = [paper_text(spapers[i]) for i in np.random.default_rng(0).choice(len(spapers), 256, replace=False)]
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = timed(lambda: emb.encode_raw(sample), repeats=2)
+    per_s = len(sample) / t["median_s"]
+    out["steps"]["snapshot_embed"] = {
+        **t, "papers_timed": len(sample), "papers_per_s": per_s, "papers": len(spapers),
+        "projected_s": len(spapers) / per_s, "matrix_mb_float32": len(spapers) * 384 * 4 / 1e6,
+        "matrix_mb_float16": len(spapers) * 384 * 2 / 1e6,
+        "peak_rss_mb": max(rss0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024,
+        "summary": f"{per_s:.1f} papers/s: {len(spapers) / per_s / 60:.0f} min for all {len(spapers):,} papers "
+                   f"({len(spapers) * 384 * 2 / 1e6:.0f} MB at float16)"}
+    if matrix_paths(scfg.embedder)[0].exists():
+        ids, vecs = load_matrix(spapers, scfg.embedder)
+        index = DenseIndex(ids, vecs)
+        qv = emb.encode_raw([q.text for q in qs[:50]])
+        t = timed(lambda: [index.search_vector(v, 50) for v in qv], repeats=3)
+        ms = t["median_s"] / len(qv) * 1000
+        out["steps"]["snapshot_dense_query"] = {
+            "median_s_per_q": t["median_s"] / len(qv), "papers": len(ids), "exact": True,
+            "summary": f"{ms:.1f} ms per question (exact search over {len(ids):,} papers, question embedding apart)"
+                       + ("" if ms <= 50 else ": over 50 ms, use faiss-cpu's exact index")}
+
 # --- LLM seconds per call, from the recorded calls of the saved runs (measured when made)
-for kind in ("rewrite", "agent"):
+for kind in ("rewrite", "agent", "escalate"):
     lat = []
     for folder in (ROOT / "data" / "llm_records").glob("*/"):
         lat += [rec["response"]["latency_s"] for rec in RecordStore(folder).records(kind).values()]

@@ -200,9 +200,14 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
     "bm25_index": ("BM25 index", "bm25s over the collection's title + abstract", "none"),
     "bm25_query": ("BM25 query", "one question, top 50", "none"),
     "hybrid_query": ("hybrid query", "BM25 + dense (question embedded) + RRF, top 50", "none"),
+    "snapshot_embed": ("embedding the whole snapshot", "papers embedded per second, projected to all papers",
+                       "resumable; done once, shipped at float16"),
+    "snapshot_dense_query": ("dense search over the whole snapshot", "exact search, one question",
+                             "50 ms per query, else faiss-cpu"),
     "rerank_fp32_len256_b16": ("rerank at 256 tokens (not used)", "the same at 256 tokens", "1.5 s per question"),
     "llm_rewrite_call": ("multi-query rewrite (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "llm_agent_call": ("agent decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "llm_escalate_call": ("escalation decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "report_rerender": ("re-rendering the report", "make report from the saved runs", "2 minutes"),
 }
 
