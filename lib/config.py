@@ -80,6 +80,14 @@ class Settings(BaseModel):
     escalate_max_llm_calls: int = Field(default=2, ge=1, le=10)
     escalate_max_tokens: int = Field(default=3000, ge=100, le=200000, description="input + output tokens per question")
     escalate_max_cost_usd: float = Field(default=0.02, gt=0, description="list-price USD per question")
+    # the tool-calling loop (lib/designs/loop.py): hard caps per question
+    loop_max_steps: int = Field(default=8, ge=2, le=30, description="model turns per question, the last answer-only")
+    loop_max_tokens: int = Field(default=16000, ge=1000, le=1000000,
+                                 description="input + output tokens over one question's loop")
+    loop_search_k: int = Field(default=5, ge=1, le=20, description="papers the search tool shows the model")
+    loop_turn_max_tokens: int = Field(default=128, ge=32, le=8192, description="max_tokens of each model turn")
+    loop_backend: Optional[Literal["scripted", "echo"]] = Field(
+        default=None, description="a stub model for the loop (tests, trying it with no model); null: llm_backend")
     n_runs: int = Field(ge=1, le=20)
     llm_temperature: float = Field(ge=0.0, le=2.0)
     question_limit: Optional[int] = Field(default=None, ge=1)
@@ -235,6 +243,9 @@ def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
     if not isinstance(raw, dict):
         raise ProfileError(f"{where}: expected a mapping of settings")
     raw.setdefault("profile", name)
+    if raw.get("loop_backend") is not None:  # a stub's runs must land in a variant folder, never the profile's own
+        raise ProfileError(f"{where}: loop_backend is for trying the loop with a stub model; give it as a parameter "
+                           "(-p loop_backend scripted), not in the profile file")
     try:
         base = Settings(**raw).model_dump()
     except ValidationError as exc:

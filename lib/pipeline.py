@@ -207,8 +207,10 @@ def default_runs(parts: ProfileParts, name: str) -> list[int]:
     profile = parts.profile
     if not design_class(name).uses_llm:
         return [1]
-    stubbed = getattr(design_class(name), "stubbed", None)  # the loop run by a stub model: nothing to replay
-    if profile.llm_backend == "replay" and not (stubbed and stubbed(profile)):
+    stubbed = getattr(design_class(name), "stubbed", None)
+    if stubbed and stubbed(profile):  # the loop run by a stub model: deterministic, nothing to replay
+        return [1]
+    if profile.llm_backend == "replay":
         recorded = {rec["run"] for rec in parts.llm().store.records(design_class(name).record_kind).values()}
         # a design that may answer without the model (escalate) has runs saved with no call recorded
         recorded |= {int(p.stem[3:]) for p in run_files(profile.results_dir, name)}
@@ -354,6 +356,8 @@ def saved_design_summary(profile: Profile, name: str) -> pd.DataFrame:
     """One design's summary from its saved complete runs (the partial-run rule of the scores notebook)."""
     sources = {q.qid: q.source_id for q in scored_questions(profile)}
     res = [r for p in run_files(results_dir(profile), name) for r in read_results(p)]
+    if not any(r.qid in sources for r in res):  # no run saved yet
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
     pq = scores.scored_runs(per_question(res, sources), len(sources))
     return pq if pq.empty else scores.design_summary(pq)[SUMMARY_COLUMNS]
 

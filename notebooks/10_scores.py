@@ -39,6 +39,7 @@ from lib import pipeline
 from lib.config import notebook_profile, shown_path
 from lib.evaluation import power, scores
 from lib.io import write_json
+from lib.report import loop as loop_report
 from lib.report import plots
 from lib.report.article import article_cell
 from lib.report.pages import open_page, reading, whole_table
@@ -94,6 +95,15 @@ effort = summary[["design", "searches", "searches_1", "searches_2", "searches_3"
                   "llm_calls", "tokens_in", "tokens_out", "cost_usd_per_q"]].copy()
 effort[["tokens_in", "tokens_out"]] = effort[["tokens_in", "tokens_out"]].round().astype(int)
 effort.style.hide(axis="index").format(precision=3)
+
+# %% [markdown]
+# ## The tool-calling loop's own measures
+# Over the same scored questions (notebook 9 shows the loop step by step): the share of questions
+# whose citations include the source, citations, papers read, searches and model turns per question,
+# tokens, and how loops ended, with the caps the loop ran under.
+
+# %%
+loop_measures = loop_report.scores_section(cfg, sc)
 
 # %% [markdown]
 # ## Headroom and power
@@ -181,6 +191,7 @@ pw.to_csv(rdir / "power.csv", index=False)
 write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.question_form,
                                     "questions_reviewed": len(qs), "questions_scored": len(common),
                                     "headroom": head, "designs": summary.to_dict(orient="records"),
+                                    "loop": loop_report.summary_record(sc),
                                     "provenance": {d: pipeline.provenance_table(cfg, d).to_dict(orient="records")
                                                    for d in pipeline.design_names()}})
 expected = rdir / "expected_scores.json"

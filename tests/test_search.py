@@ -98,7 +98,7 @@ def test_metadata_filters_apply_inside_every_designs_searches_and_depth_is_met(t
     from tests.fakes import ScriptedLLM
 
     cfg = load_profile("pilot", filter_categories=["cs.CL"], filter_first_seen=["2025-01-01", "2026-12-31"],
-                       rerank_weights={"dense": 1.0, "bm25": 1.5})
+                       rerank_weights={"dense": 1.0, "bm25": 1.5}, loop_backend="scripted")  # the loop: its stub
     parts = pipeline.ProfileParts(cfg, progress=False)
     allowed = parts.allowed
     by_id = {p["id"]: p for p in parts.papers}

@@ -10,6 +10,7 @@ from .base import DEPTH, Design, LLMUse, Parts, Question, Result
 from .dense import DenseDesign
 from .escalate import EscalateDesign
 from .hybrid import HybridDesign, HybridRerankDesign
+from .loop import LoopDesign
 from .multiquery import MultiQueryDesign
 from .rerank import RerankDesign
 
@@ -23,6 +24,7 @@ REGISTRY: dict[str, type] = {
     "hybrid_rerank": HybridRerankDesign,
     "agent_rerank": AgentRerankDesign,
     "escalate": EscalateDesign,
+    "loop": LoopDesign,
 }
 BASELINE = "dense"
 

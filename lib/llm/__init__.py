@@ -1,6 +1,8 @@
 """The LLM layer: backends behind one interface (``anthropic``: the article's models through the
 official SDK; ``local``: a small GGUF model run by llama.cpp on the CPU; ``replay``: recorded
-responses only), and a record of every call, so reruns replay instead of calling a model again."""
+responses only), and a record of every call, so reruns replay instead of calling a model again.
+Tool use (the tool-calling loop) is read the same way by every backend (``tools``); two stub
+models stand in for a model in the tests and in a try-out (``stubs``)."""
 from __future__ import annotations
 
 from .base import LLMError, LLMRequest, LLMResponse, ReplayMiss, cost_usd, load_prices

@@ -9,7 +9,11 @@ Claude Haiku 5.5 and Claude Sonnet 5.5:
   ``enabled`` and its lowest setting is ``between_tools`` (no up-front thinking) with effort ``low``;
 * the reply read from its content blocks by type (text joined; thinking blocks kept for the record);
 * ``stop_reason`` (``refusal``, ``max_tokens``) and ``stop_details`` kept in the response;
-* cost from the usage the API returns, cache tokens included.
+* cost from the usage the API returns, cache tokens included;
+* tool use (the tool-calling loop): ``tools`` and ``tool_choice`` sent with a tool-calling turn
+  (``auto``, one call a turn, or ``none`` for the forced final answer), ``tool_use`` blocks read as
+  tool calls, and a turn that calls a tool kept whole, thinking blocks unchanged, to be sent back
+  with its ``tool_result`` blocks (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview).
 
 Sources: https://platform.claude.com/docs/en/models/haiku-5-5/migration-guide,
 https://platform.claude.com/docs/en/models/sonnet-5-5/whats-new-sonnet-5-5,
@@ -114,7 +118,8 @@ class AnthropicBackend:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": role, "content": content} for role, content in request.messages],
+            "messages": [{"role": role, "content": content if isinstance(content, str) else [dict(b) for b in content]}
+                         for role, content in request.messages],
         }
         if request.system:
             params["system"] = request.system
@@ -122,11 +127,23 @@ class AnthropicBackend:
             params["thinking"] = {"type": self.thinking}
         if self.effort is not None:
             params["output_config"] = {"effort": self.effort}
+        if request.tools is not None:
+            params.update(self.tool_params([dict(t) for t in request.tools], request.tool_choice, one_call=True))
         return params
 
-    def tool_params(self, tools: list[dict]) -> dict[str, Any]:
-        """What a tool-calling loop adds to :meth:`build_params`: its tools, with automatic choice."""
-        return {"tools": tools, "tool_choice": {"type": self.tool_choice}} if tools else {}
+    def tool_params(self, tools: list[dict], choice: str | None = None, one_call: bool = False) -> dict[str, Any]:
+        """What a tool-calling loop adds to :meth:`build_params`: its tools with the profile's
+        automatic choice; ``one_call`` allows one call a turn (``disable_parallel_tool_use``: every
+        turn one step, as in the local model's protocol); ``choice`` "none" asks for an answer
+        without a call (the loop's forced final answer; the tools stay defined, as the conversation
+        holds calls)."""
+        if not tools:
+            return {}
+        choice = choice or self.tool_choice
+        tool_choice: dict[str, Any] = {"type": choice}
+        if one_call and choice != "none":
+            tool_choice["disable_parallel_tool_use"] = True
+        return {"tools": tools, "tool_choice": tool_choice}
 
     def response_from_message(self, msg: Any, latency_s: float, batch: bool = False) -> LLMResponse:
         """An :class:`LLMResponse` from the SDK's ``Message``: text blocks joined, thinking blocks
@@ -134,6 +151,10 @@ class AnthropicBackend:
         text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", None) == "text")
         thinking = [_block_dict(b) for b in msg.content
                     if getattr(b, "type", None) in ("thinking", "redacted_thinking")]
+        calls = [{"id": b.id, "name": b.name, "input": _block_dict(b.input) if b.input is not None else {}}
+                 for b in msg.content if getattr(b, "type", None) == "tool_use"]
+        # a turn that calls tools is sent back as it came (thinking blocks unchanged) with the results
+        content = [_param_dict(b) for b in msg.content] if calls else []
         usage = msg.usage
         tin, tout = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
         cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
@@ -147,7 +168,7 @@ class AnthropicBackend:
                            model=self.model, backend=self.name, stop_reason=str(msg.stop_reason or ""),
                            stop_details=_block_dict(details) if details is not None else None, thinking=thinking,
                            cache_write_tokens=cache_write, cache_read_tokens=cache_read, batch=batch,
-                           api_settings=self.api_settings)
+                           api_settings=self.api_settings, tool_calls=calls, content=content)
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.build_params(request)
@@ -165,6 +186,14 @@ def _block_dict(block: Any) -> dict:
         return dict(block)
     dump = getattr(block, "model_dump", None)
     return dump(mode="json", exclude_none=False) if dump else dict(vars(block))
+
+
+def _param_dict(block: Any) -> dict:
+    """A returned content block as a request block: its fields without the empty ones (what the
+    API returned, to be sent back unchanged)."""
+    if isinstance(block, dict):
+        return {k: v for k, v in block.items() if v is not None}
+    return block.model_dump(mode="json", exclude_none=True)
 
 
 def profile_backend_kwargs(profile: Any, role: str = "llm") -> dict[str, Any]:

@@ -14,6 +14,8 @@ PRICES_PATH = Path(__file__).with_name("prices.json")
 # record them and go on (the agent stops, multiquery keeps what it can, a question row is marked)
 REFUSAL, MAX_TOKENS = "refusal", "max_tokens"
 INCOMPLETE_STOPS = (REFUSAL, MAX_TOKENS)
+# LLMResponse fields added for tool use: a record holds them only when they are set
+TOOL_FIELDS = ("tool_calls", "content", "prompt_tokens_reused")
 
 
 class LLMError(RuntimeError):
@@ -24,25 +26,52 @@ class ReplayMiss(LLMError):
     """The replay backend has no recorded response for a request."""
 
 
+TOOL_CHOICES = ("auto", "none")
+
+
 @dataclass(frozen=True)
 class LLMRequest:
-    """One model call. ``run`` makes repeated runs distinct requests (and seeds sampling)."""
+    """One model call. ``run`` makes repeated runs distinct requests (and seeds sampling).
+
+    A tool-calling turn (the tool-calling loop) also carries ``tools`` (definitions in the Messages
+    API's shape: name, description, input_schema) and ``tool_choice``; its messages' content may then
+    be a tuple of content blocks (``text``, ``tool_use``, ``tool_result``, thinking blocks) in that
+    API's shape, which every backend reads (``lib/llm/tools.py``)."""
 
     kind: str                      # "rewrite", "agent", "question", ...
     system: str
-    messages: tuple[tuple[str, str], ...]   # (role, content) pairs
+    messages: tuple[tuple[str, Any], ...]   # (role, content): content a string, or a tuple of content blocks
     max_tokens: int
     temperature: float = 0.0
     run: int = 1
     grammar: str | None = None     # GBNF grammar constraining the output (local backend only)
     label: str = field(default="", compare=False)  # which question asked (for messages; not in the key)
+    tools: tuple[dict, ...] | None = None   # tool definitions: a tool-calling turn
+    tool_choice: str | None = None          # with tools: "auto" (the model chooses) or "none" (answer, no call)
+
+    def __post_init__(self):
+        if self.tools is None and self.tool_choice is not None:
+            raise ValueError(f"LLMRequest {self.kind!r}: tool_choice {self.tool_choice!r} without tools")
+        if self.tools is not None:
+            if self.tool_choice not in TOOL_CHOICES:
+                raise ValueError(f"LLMRequest {self.kind!r}: tool_choice must be one of {TOOL_CHOICES}, "
+                                 f"got {self.tool_choice!r}")
+            if not all(isinstance(t, dict) and t.get("name") and "input_schema" in t for t in self.tools):
+                raise ValueError(f"LLMRequest {self.kind!r}: every tool needs a name and an input_schema")
 
     def key(self) -> str:
-        """Stable hash of everything that determines the answer, the run index included."""
-        blob = json.dumps({"kind": self.kind, "system": self.system, "messages": self.messages,
-                           "max_tokens": self.max_tokens, "temperature": self.temperature,
-                           "run": self.run, "grammar": self.grammar}, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        """Stable hash of everything that determines the answer, the run index included. Tools enter
+        the hash only when set, so the key of every request without them is what it always was."""
+        blob = {"kind": self.kind, "system": self.system, "messages": self.messages,
+                "max_tokens": self.max_tokens, "temperature": self.temperature,
+                "run": self.run, "grammar": self.grammar}
+        if self.tools is not None:
+            blob.update(tools=self.tools, tool_choice=self.tool_choice)
+        text = json.dumps(blob, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def __hash__(self) -> int:  # content blocks are dicts: hash by the key
+        return hash(self.key())
 
     def seed(self) -> int:
         return int(self.key()[:8], 16)
@@ -68,6 +97,16 @@ class LLMResponse:
     cache_read_tokens: int = 0     # usage.cache_read_input_tokens
     batch: bool = False            # answered through the Message Batches API (batch price; latency_s 0)
     api_settings: dict = field(default_factory=dict)  # thinking / effort sent (not part of the request key)
+    # tool-calling turns only (written to the record only when set, so other records keep their shape):
+    tool_calls: list[dict] = field(default_factory=list)  # [{"id", "name", "input"}]: the tools the model called
+    content: list[dict] = field(default_factory=list)     # the turn's content blocks as returned (thinking included),
+                                                          # passed back unchanged in the next turn
+    prompt_tokens_reused: int = 0  # local backend: prompt tokens whose KV state was reused from its previous call
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token of the call: uncached, cache reads and cache writes."""
+        return self.tokens_in + self.cache_read_tokens + self.cache_write_tokens
 
     @property
     def incomplete(self) -> bool:

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from .base import LLMError, LLMRequest, cost_usd, load_prices, price_of
+from .tools import chat_text
 
 CHARS_PER_TOKEN = 4.0
 
@@ -28,7 +29,7 @@ def request_chars(request: LLMRequest | Mapping[str, Any]) -> int:
         system, messages = request.system, request.messages
     else:  # a recorded request: {"system": ..., "messages": [[role, content], ...]}
         system, messages = request.get("system") or "", request.get("messages") or ()
-    return len(system or "") + sum(len(content) for _, content in messages)
+    return len(system or "") + sum(len(chat_text(content)) for _, content in messages)  # tool turns: their text
 
 
 def _records(recorded: Any, kinds: Iterable[str]) -> dict[str, list[dict]]:
@@ -160,6 +161,12 @@ def project_designs(designs: Sequence[Any], questions: Sequence[Any], runs: int 
         if not getattr(d, "uses_llm", False):
             continue
         llm = d.llm
+        if hasattr(d, "cost_bound"):  # the tool-calling loop: its caps bound every question's calls and tokens
+            bound = d.cost_bound(questions, runs)
+            if bound is not None:  # None: a stub model, no fee
+                out[d.name] = {**project_cost(bound, llm.model, prices), "note": "upper bound: every question at "
+                               "its step cap and token budget"}
+            continue
         store = getattr(llm, "store", None)
         proj = project_cost(first_turn_requests(d, questions, runs), llm.model, prices, recorded=store)
         follow = max(0, int(getattr(d, "max_searches", 0)) - 2) if d.name == "agent" else 0

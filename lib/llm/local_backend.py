@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import ROOT
 from .base import LLMError, LLMRequest, LLMResponse
+from .tools import assistant_turns, chat_messages, parse_json_call
 
 
 LOCAL_MODEL_FILE = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -51,18 +52,29 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+# context window per request kind where the default (2048 tokens) is too small: the tool-calling
+# loop's conversation grows turn by turn (its token budget bounds it well below this)
+N_CTX_BY_KIND = {"loop": 8192}
+
+
 class LocalBackend:
     """A GGUF instruction model run by llama-cpp-python on the CPU.
 
     One ``Llama`` object is kept per request kind and never reset, so the shared prompt prefix
     (system prompt and examples) is processed once; outputs are bounded by ``max_tokens`` and
     constrained by the request's GBNF grammar.
+
+    Tool-calling turns (requests with ``tools``): the conversation is read as text
+    (:func:`lib.llm.tools.chat_messages`), the grammar-constrained reply ``{"tool": NAME, ...}`` is
+    returned as a tool call, and llama.cpp reuses the KV state of the longest prompt prefix it has
+    already processed (the previous turn's prompt and reply), so a turn processes only its new
+    tokens; ``prompt_tokens_reused`` records how many were reused.
     """
 
     name = "local"
 
     def __init__(self, model: str, model_path: Path = LOCAL_MODEL_FILE, n_threads: int | None = None,
-                 n_ctx: int = 2048):
+                 n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None):
         try:
             import llama_cpp  # noqa: F401
         except ImportError as exc:
@@ -72,6 +84,7 @@ class LocalBackend:
         self.model, self.model_path = model, Path(model_path)
         self.n_threads = n_threads or int(os.environ.get("LOCAL_LLM_THREADS", 0)) or min(2, os.cpu_count() or 1)
         self.n_ctx = n_ctx
+        self.n_ctx_by_kind = dict(N_CTX_BY_KIND if n_ctx_by_kind is None else n_ctx_by_kind)
         self._llms: dict[str, Any] = {}
         self._grammars: dict[str, Any] = {}
 
@@ -79,7 +92,8 @@ class LocalBackend:
         if kind not in self._llms:
             from llama_cpp import Llama
 
-            self._llms[kind] = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+            n_ctx = self.n_ctx_by_kind.get(kind, self.n_ctx)
+            self._llms[kind] = Llama(model_path=str(self.model_path), n_ctx=n_ctx, n_threads=self.n_threads,
                                      n_threads_batch=self.n_threads, verbose=False, seed=0)
         return self._llms[kind]
 
@@ -92,19 +106,52 @@ class LocalBackend:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         llm = self._llm(request.kind)
-        messages = ([{"role": "system", "content": request.system}] if request.system else []) + \
-                   [{"role": r, "content": c} for r, c in request.messages]
+        if request.tools is not None:
+            messages = chat_messages(request.system, request.messages)
+        else:
+            messages = ([{"role": "system", "content": request.system}] if request.system else []) + \
+                       [{"role": r, "content": c} for r, c in request.messages]
         kwargs: dict[str, Any] = {"max_tokens": request.max_tokens, "temperature": request.temperature,
                                   "seed": request.seed()}
         if request.temperature == 0:
             kwargs["top_k"] = 1
         if request.grammar:
             kwargs["grammar"] = self._grammar(request.grammar)
+        before = _evaluated(llm) if request.tools is not None else []
         start = time.perf_counter()
-        out = llm.create_chat_completion(messages=messages, **kwargs)
+        try:
+            out = llm.create_chat_completion(messages=messages, **kwargs)
+        except ValueError as exc:  # llama.cpp: "Requested tokens (...) exceed context window of ..."
+            raise LLMError(f"local {self.model}: {request.kind!r} request for {request.label or 'a question'}: "
+                           f"{exc}") from exc
         latency = time.perf_counter() - start
         usage = out.get("usage", {})
-        return LLMResponse(text=out["choices"][0]["message"]["content"] or "",
-                           tokens_in=int(usage.get("prompt_tokens", 0)),
-                           tokens_out=int(usage.get("completion_tokens", 0)), latency_s=latency, cost_usd=0.0,
-                           model=self.model, backend=self.name)
+        choice = out["choices"][0]
+        text = choice["message"]["content"] or ""
+        response = LLMResponse(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
+                               tokens_out=int(usage.get("completion_tokens", 0)), latency_s=latency, cost_usd=0.0,
+                               model=self.model, backend=self.name)
+        if request.tools is not None:
+            call = parse_json_call(text, f"call_{assistant_turns(request.messages) + 1}")
+            response.tool_calls = [call] if call else []
+            response.stop_reason = ("max_tokens" if choice.get("finish_reason") == "length" else
+                                    "tool_use" if call else "end_turn")
+            response.prompt_tokens_reused = _reused(before, _evaluated(llm), response.tokens_in)
+        return response
+
+
+def _evaluated(llm: Any) -> list[int]:
+    """The tokens whose KV state the ``Llama`` object holds (its last prompt and reply)."""
+    return [int(t) for t in llm.input_ids[:llm.n_tokens]]
+
+
+def _reused(before: list[int], after: list[int], prompt_tokens: int) -> int:
+    """Prompt tokens llama.cpp took from its KV cache: the longest common prefix of what it held
+    before the call and the new prompt (``after`` starts with the prompt), less the one token it
+    re-evaluates when the whole prompt was cached."""
+    n = 0
+    for a, b in zip(before, after[:prompt_tokens]):
+        if a != b:
+            break
+        n += 1
+    return min(n, max(prompt_tokens - 1, 0))

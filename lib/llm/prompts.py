@@ -1,4 +1,5 @@
-"""Prompts of the two LLM designs: the article's instructions, and the local model's variant.
+"""Prompts of the LLM designs: the article's instructions, and the local model's variant; and the
+tool-calling loop's prompts, tools and grammar (beyond the article).
 
 The fixed instructions sit in the system prompt and the per-question parts in the user message,
 so a backend that reuses a processed prompt prefix (llama.cpp) pays for the instructions once.
@@ -77,14 +78,130 @@ qchar ::= [^"\\\n]
 PROMPT_DIFFERENCES = {
     "anthropic": ("The article's instructions (lib/llm/prompts.py: REWRITE_SYSTEM; AGENT_TASK as the system prompt "
                   "and AGENT_DECISION, the JSON reply asked for, at the end of the user turn), no examples, no grammar, "
-                  "no assistant prefill: every request ends with a user turn."),
+                  "no assistant prefill: every request ends with a user turn. Tool-calling loop (not in the article): "
+                  "native tool use with the search and read tools, one call a turn, the answer in text ending with a "
+                  "'Cited:' line."),
     "local": ("Multiquery: one worked example (question -> 3 lines) before the question; output constrained by a "
               "grammar to exactly 3 lines of 8-120 characters. Agent: two worked examples (one stop, one search); "
               "the reply first gives the number of the matching title (0 = none), constrained by a grammar; the "
-              "decision and query are read from it exactly as from the article's format."),
+              "decision and query are read from it exactly as from the article's format. Tool-calling loop (not in "
+              "the article): the tools spelled out as JSON calls in the system prompt, one worked example "
+              "(search, read, answer), one JSON call a turn under a grammar that lets it read or cite only papers "
+              "its searches showed, its answer a third call."),
 }
 
 
 def searches_so_far(queries: list[str]) -> str:
     """The searches made so far, as the agent sees them."""
     return "; ".join([FIRST_SEARCH] + [f'{i}. "{q}"' for i, q in enumerate(queries[1:], start=2)])
+
+
+# ---------------------------------------------------------------- the tool-calling loop
+# Beyond the article: the model drives the whole loop with two tools, search and read, and answers
+# by naming the ids of the papers it relies on. The Anthropic requests use native tool use (the
+# tools below, tool_use / tool_result blocks) and a final answer in text; the local model writes one
+# JSON object a turn under a grammar, its answer being a third, local-only "answer" call.
+LOOP_TASK = ("You are a research assistant. You search a collection of arXiv paper abstracts for the paper that "
+             "answers a question, with two tools: search (the top {k} papers for a query, as [id] title) and read "
+             "(one paper's abstract). Use them as often as you need, up to {max_steps} turns in all: search, read "
+             "the abstracts of promising papers, search again with other words if nothing fits, and stop as soon "
+             "as you are confident you have found the paper.")
+LOOP_ANSWER = ("To stop, reply without a tool call: one or two sentences of answer, then a last line "
+               "'Cited: <id>, <id>' with the ids of the papers the answer relies on, best first.")
+LOOP_USER = "Question: {question}"
+LOOP_SEARCH_DESCRIPTION = ("Search the collection of arXiv paper abstracts. Returns the top {k} papers for the "
+                           "query, best first, each as [id] title.")
+LOOP_READ_DESCRIPTION = "Read one paper's title and abstract, by the id that search showed."
+LOOP_ANSWER_DESCRIPTION = "End the search: the ids of the papers that answer the question, best first."
+LOOP_FINAL = {  # the code's last user turn when a cap ends the loop (the forced final answer)
+    "step_cap": "That was your last tool call: the turn limit is reached.",
+    "token_budget": "The token budget is nearly spent: no more tool calls.",
+}
+LOOP_FINAL_ANSWER = {
+    "anthropic": "Answer now from what you have found, without a tool call: its last line 'Cited: <id>, <id>'.",
+    "local": 'Answer now from what you have found: {"tool": "answer", "ids": [...]}.',
+}
+
+
+def loop_tools(k: int, local: bool) -> tuple[dict, ...]:
+    """The loop's tool definitions (Messages API shape); the local protocol adds its answer call."""
+    tools = (
+        {"name": "search", "description": LOOP_SEARCH_DESCRIPTION.format(k=k),
+         "input_schema": {"type": "object", "properties": {"query": {"type": "string", "description": "the search query"}},
+                          "required": ["query"]}},
+        {"name": "read", "description": LOOP_READ_DESCRIPTION,
+         "input_schema": {"type": "object",
+                          "properties": {"paper_id": {"type": "string", "description": "a paper id as search shows it"}},
+                          "required": ["paper_id"]}},
+    )
+    if local:
+        tools += ({"name": "answer", "description": LOOP_ANSWER_DESCRIPTION,
+                   "input_schema": {"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string"}}},
+                                    "required": ["ids"]}},)
+    return tools
+
+
+def loop_search_result(query: str, hits: list[tuple[str, str]]) -> str:
+    """What the search tool returns to the model: the query and its top hits as [id] title."""
+    lines = [f"{i}. [{pid}] {title}" for i, (pid, title) in enumerate(hits, start=1)]
+    return f'Top {len(hits)} for "{query}":\n' + ("\n".join(lines) if lines else "(no papers)")
+
+
+def loop_read_result(pid: str, title: str, abstract: str) -> str:
+    """What the read tool returns to the model: the paper's id, title and abstract."""
+    return f"[{pid}] {title}\n{abstract}"
+
+
+def loop_anthropic_system(k: int, max_steps: int) -> str:
+    return LOOP_TASK.format(k=k, max_steps=max_steps) + " " + LOOP_ANSWER
+
+
+# local variant: the tools spelled out as the JSON objects the grammar allows, and one worked example
+LOOP_LOCAL_CALLS = ('Each turn, reply with exactly one JSON object:\n'
+                    '{"tool": "search", "query": "<search query>"} searches the collection;\n'
+                    '{"tool": "read", "paper_id": "<id>"} reads that paper\'s abstract;\n'
+                    '{"tool": "answer", "ids": ["<id>", ...]} ends the search: the ids of the papers that answer '
+                    'the question, best first.')
+
+
+def loop_local_system(k: int, max_steps: int) -> str:
+    return LOOP_TASK.format(k=k, max_steps=max_steps) + "\n" + LOOP_LOCAL_CALLS
+
+
+LOOP_EXAMPLE: tuple[tuple[str, str], ...] = (
+    ("user", LOOP_USER.format(question="Which paper detects dataset shift in deployed clinical prediction models "
+                                       "without labels?")),
+    ("assistant", '{"tool": "search", "query": "label-free detection of dataset shift in clinical models"}'),
+    ("user", loop_search_result("label-free detection of dataset shift in clinical models", [
+        ("2601.01234", "Federated Learning for Medical Imaging"),
+        ("2601.04321", "Unsupervised Monitoring of Deployed Clinical Risk Models under Dataset Shift"),
+        ("2601.00777", "A Benchmark for Radiology Report Generation"),
+        ("2601.02468", "Fairness Audits of Triage Algorithms"),
+        ("2601.01357", "Synthetic Patient Records with Diffusion Models")])),
+    ("assistant", '{"tool": "read", "paper_id": "2601.04321"}'),
+    ("user", loop_read_result("2601.04321", "Unsupervised Monitoring of Deployed Clinical Risk Models under Dataset "
+                              "Shift", "Clinical prediction models degrade when patient populations change. We detect "
+                              "such shift without outcome labels by tracking the model's input and output "
+                              "distributions, and flag failing models weeks before labels arrive.")),
+    ("assistant", '{"tool": "answer", "ids": ["2601.04321"]}'),
+)
+
+
+def loop_grammar(ids: list[str], final: bool = False) -> str:
+    """GBNF for one local turn: a search, a read of a paper shown so far, or the answer citing up to 5
+    of them (``final``: the answer only). Only ids the searches have shown can be read or cited."""
+    quoted = " | ".join('"\\"' + i + '\\""' for i in dict.fromkeys(ids))
+    rules = []
+    if final:
+        rules.append("root ::= answer")
+    else:
+        rules.append("root ::= search | " + ("read | answer" if ids else "answer"))
+        rules.append('search ::= "{\\"tool\\": \\"search\\", \\"query\\": \\"" qchar{3,120} "\\"}"')
+        rules.append("qchar ::= [^\"\\\\\\n]")
+    if ids:
+        rules.append('read ::= "{\\"tool\\": \\"read\\", \\"paper_id\\": " id "}"')
+        rules.append('answer ::= "{\\"tool\\": \\"answer\\", \\"ids\\": [" (id (", " id){0,4})? "]}"')
+        rules.append("id ::= " + quoted)
+    else:
+        rules.append('answer ::= "{\\"tool\\": \\"answer\\", \\"ids\\": []}"')
+    return "\n".join(rules) + "\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import ROOT
 from ..io import Appender, locked, read_jsonl, repair_torn_tail
-from .base import Backend, LLMRequest, LLMResponse, ReplayMiss
+from .base import TOOL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
 
 RECORDS_DIR = ROOT / "data" / "llm_records"
 
@@ -39,11 +39,13 @@ class RecordStore:
         return self.records(request.kind).get(request.key())
 
     def put(self, request: LLMRequest, response: LLMResponse) -> None:
-        rec = {"key": request.key(), "kind": request.kind, "run": request.run,
-               "request": {"system": request.system, "messages": request.messages,
-                           "max_tokens": request.max_tokens, "temperature": request.temperature,
-                           "grammar": request.grammar},
-               "response": {k: v for k, v in asdict(response).items() if k != "replayed"},
+        req = {"system": request.system, "messages": request.messages, "max_tokens": request.max_tokens,
+               "temperature": request.temperature, "grammar": request.grammar}
+        if request.tools is not None:  # a tool-calling turn
+            req.update(tools=request.tools, tool_choice=request.tool_choice)
+        rec = {"key": request.key(), "kind": request.kind, "run": request.run, "request": req,
+               "response": {k: v for k, v in asdict(response).items()
+                            if k != "replayed" and (k not in TOOL_FIELDS or v)},
                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         path = self.file(request.kind)
         with self._lock, locked(path, wait=True):

@@ -79,6 +79,10 @@ def plain_answer(results_dir: Path) -> str:
             parts.append("So in this setting the agent found measurably better evidence than plain search.")
         elif not sub.empty and (sub.delta < 0).all() and not sub.includes_zero.any():
             parts.append("So in this setting the agent found measurably worse evidence than plain search.")
+    if summary.get("loop"):
+        from .loop import summary_sentence
+
+        parts.append(summary_sentence(summary["loop"]))
     if summary.get("profile") != "article":
         parts.append("These numbers come from the offline profile's parts, not the article's (see "
                      "\"What differs from the article\" below): a 1.5B local model in place of Claude Haiku, "

@@ -23,7 +23,7 @@ def open_page(profile, *settings: str) -> None:
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
-    display(pd.DataFrame(rows, columns=["setting", "value"]).astype(str).style.hide(axis="index"))
+    display(pd.DataFrame([(k, str(v)) for k, v in rows], columns=["setting", "value"]).style.hide(axis="index"))
 
 
 def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "") -> None:

@@ -1,0 +1,345 @@
+"""The tool-calling loop: the model drives search and read, within hard caps (the agentic RAG of
+deep-research modes; the reason-act loop of ReAct, Yao et al. 2023, with native tool calls).
+
+The model gets a system prompt, the question and two tools: ``search(query)`` (the dense index's
+top ``loop_search_k`` ids and titles) and ``read(paper_id)`` (that paper's abstract). It calls them
+as often as it decides, one call a turn; the code runs every call and returns the result, until the
+model answers by naming the paper ids it relies on (its citations). Caps, all profile settings:
+
+* ``loop_max_steps`` model turns: the last of them is answer-only (the step cap);
+* ``loop_max_tokens`` input + output tokens over the loop (every call's whole prompt counted, as
+  an API bills it without caching). A turn is made only if, by a conservative projection (the
+  last prompt's tokens plus the new text at 3 characters a token, the turn at its max_tokens),
+  the loop's answer could still be asked for after it; otherwise the code asks for the answer now
+  (the token budget), and if even that call would not fit, it makes none: the loop ends with no
+  citations, the searches already run still ranking (a code-decided step in the trace).
+
+On either cap the code makes one last call asking for the answer only (tools offered with choice
+"none"; the local model's grammar allows only its answer), so the record says which cap ended the
+loop, never a silent cut. A refusal or a reply cut at max_tokens ends it too, named.
+
+Ranked list for scoring: the valid citations first, in the order cited, then the reciprocal rank
+fusion (k = 60; Cormack et al. 2009) of every search the loop ran (each ``dense_k`` deep; the model
+sees the top ``loop_search_k``), no id twice. Each result keeps the loop's own measures
+(``details``) and a trace of every step (``trace``): model turns and the code's steps, who decided
+each, its detail, tokens and milliseconds.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+
+from ..llm import LLMRequest, prompts
+from ..llm.base import INCOMPLETE_STOPS
+from ..llm.tools import assistant_blocks, chat_text, text_block, tool_result_block
+from ..search.fusion import rrf
+from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
+
+ANSWER_TOOL = "answer"          # the local protocol's answer call
+CHARS_PER_TOKEN = 3.0           # conservative for budget projections (English prose runs about 4)
+TURN_OVERHEAD = 16              # template tokens around each new message
+READ_MAX_CHARS = 2000           # an abstract is cut here (arXiv abstracts are at most 1,920 characters)
+QUERY_MAX_CHARS = 300
+ENDINGS = ("stop", "step_cap", "token_budget", "refusal", "max_tokens")
+DETAIL_CHARS = 200              # the trace keeps this much of an answer
+_CITED = re.compile(r"^[\s*_>-]*cited\s*[*_]*\s*:(.*)$", re.I | re.M)
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9./_-]*[A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Hard per-question limits of one loop (profile settings ``loop_*``)."""
+
+    max_steps: int = 8          # model turns, the last answer-only
+    max_tokens: int = 16000     # input + output tokens over the loop
+    search_k: int = 5           # papers the search tool shows
+    turn_max_tokens: int = 128  # max_tokens of each turn
+
+    def __post_init__(self):
+        if self.max_steps < 2:
+            raise ValueError(f"loop_max_steps must be at least 2 (a tool turn and the answer), got {self.max_steps}")
+        if self.search_k < 1 or self.turn_max_tokens < 1 or self.max_tokens < 1:
+            raise ValueError(f"loop caps must be positive, got {self}")
+
+
+def parse_citations(text: str, known: set[str] | dict) -> tuple[list[str], list[str], str]:
+    """The ids an answer in text cites: those on its last ``Cited:`` line, else the known ids it
+    names anywhere; returns (valid ids in order, ids not in the collection, where they were read)."""
+    lines = _CITED.findall(text or "")
+    if lines:  # ids have digits: words on the line ("none") are not citations
+        tokens, form = [t for t in _ID.findall(lines[-1]) if any(c.isdigit() for c in t)], "cited line"
+    else:
+        tokens, form = [t for t in _ID.findall(text or "") if _known(t, known)], "ids in text"
+    valid, invalid = [], []
+    for t in dict.fromkeys(tokens):
+        pid = _known(t, known)
+        (valid if pid else invalid).append(pid or t)
+    return list(dict.fromkeys(valid)), invalid, form if tokens else "none"
+
+
+def _known(token: str, known) -> str | None:
+    """The collection id a token names (an arXiv version suffix such as v2 dropped), or None."""
+    if token in known:
+        return token
+    base = re.sub(r"v\d+$", "", token)
+    return base if base in known else None
+
+
+def ranked_list(citations: list[str], lists: list[list[str]], rrf_k: int = 60, depth: int = DEPTH) -> list[str]:
+    """Citations first, in the order cited, then the RRF fusion of every search, no id twice."""
+    fused = [d for d, _ in rrf(lists, rrf_k)]
+    return list(dict.fromkeys(list(citations) + fused))[:depth]
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _chars(content) -> int:
+    return len(chat_text(content))
+
+
+class LoopDesign:
+    name = "loop"
+    uses_llm = True
+    record_kind = "loop"
+    settings = EMBEDDER_SETTINGS + LLM_SETTINGS + ("llm_thinking", "llm_effort", "loop_max_steps", "loop_max_tokens",
+                                                   "loop_search_k", "loop_turn_max_tokens", "loop_backend")
+
+    def __init__(self, searcher, llm, papers: dict[str, tuple[str, str]], style: str, caps: Caps = Caps(),
+                 k: int = 50, rrf_k: int = 60, temperature: float = 0.0, provenance: dict | None = None):
+        if style not in ("local", "anthropic"):
+            raise ValueError(f"prompt style must be 'local' or 'anthropic', got {style!r}")
+        self.searcher, self.llm, self.papers, self.style, self.caps = searcher, llm, papers, style, caps
+        self.k, self.rrf_k, self.temperature, self.provenance = k, rrf_k, temperature, provenance or {}
+        self.local = style == "local"
+        self.tools = prompts.loop_tools(caps.search_k, self.local)
+        self.system = (prompts.loop_local_system if self.local else prompts.loop_anthropic_system)(
+            caps.search_k, caps.max_steps)
+        longest = max((len(t) for t, _ in papers.values()), default=0) + 40
+        # the largest tool result a turn can add: an abstract read, or a page of search hits
+        self.result_bound = _tokens(max(READ_MAX_CHARS + longest, caps.search_k * longest + QUERY_MAX_CHARS))
+        self.final_bound = max(_tokens(len(self._final_text(r))) for r in prompts.LOOP_FINAL) + TURN_OVERHEAD
+
+    @staticmethod
+    def stubbed(profile) -> bool:
+        """True when the profile runs the loop with a stub model (nothing to replay)."""
+        return bool(profile.settings.get("loop_backend"))
+
+    @classmethod
+    def from_parts(cls, parts, provenance: dict) -> "LoopDesign":
+        p = parts.profile
+        style = parts.prompt_style()
+        if p.loop_backend:
+            from ..llm.stubs import stub_llm
+
+            llm = stub_llm(p.loop_backend)
+            provenance = {**provenance, "llm_backend": llm.name, "llm_source": llm.name}
+        else:
+            llm = parts.llm()
+        allowed = parts.allowed if hasattr(parts, "allowed") else None
+        papers = {x["id"]: (x["title"], x["abstract"]) for x in parts.papers if allowed is None or x["id"] in allowed}
+        caps = Caps(p.loop_max_steps, p.loop_max_tokens, p.loop_search_k, p.loop_turn_max_tokens)
+        return cls(parts.searcher, llm, papers, style, caps, k=p.dense_k, rrf_k=p.rrf_k, temperature=p.llm_temperature,
+                   provenance=provenance)
+
+    @property
+    def max_steps(self) -> int:
+        return self.caps.max_steps
+
+    # ------------------------------------------------------------------ requests
+    def opening(self, question: Question) -> list[tuple[str, object]]:
+        """The conversation before the first turn: (the local model's worked example and) the question."""
+        first = [("user", prompts.LOOP_USER.format(question=question.text))]
+        return (list(prompts.LOOP_EXAMPLE) if self.local else []) + first
+
+    def request(self, question: Question, messages, run: int, seen: list[str], final: bool = False) -> LLMRequest:
+        """One turn: the conversation so far, the tools (choice "none" for the forced answer) and,
+        for the local model, the grammar of one call (ids limited to those the searches showed)."""
+        grammar = prompts.loop_grammar(seen, final) if self.local else None
+        return LLMRequest(self.record_kind, self.system, tuple(messages), self.caps.turn_max_tokens, self.temperature,
+                          run, grammar, label=question.qid, tools=self.tools, tool_choice="none" if final else "auto")
+
+    def first_requests(self, questions: list[Question], runs: list[int]) -> list[LLMRequest]:
+        """Every question's first turn (for batching and cost projection): it needs no search."""
+        return [self.request(q, self.opening(q), run, []) for run in runs for q in questions]
+
+    def cost_bound(self, questions: list[Question], runs: list[int]) -> dict | None:
+        """The most a run can use, from the caps (every question at its step cap and token budget;
+        None for a stub model, which has no fee)."""
+        if str(getattr(self.llm, "name", "")).startswith("stub:"):
+            return None
+        n = len(questions) * len(list(runs))
+        out = n * self.caps.max_steps * self.caps.turn_max_tokens
+        return {"calls": n * self.caps.max_steps, "input_tokens": max(n * self.caps.max_tokens - out, 0),
+                "output_tokens": out}
+
+    def _turn_and_answer(self, est_in: int) -> int:
+        """Tokens a turn may use (its prompt, its reply at max_tokens) together with the forced
+        answer after it (the prompt grown by that reply and the largest tool result, the closing
+        instruction, the answer at max_tokens): a turn is made only if both fit in the budget."""
+        turn = est_in + self.caps.turn_max_tokens
+        answer = turn + self.result_bound + TURN_OVERHEAD + self.final_bound + self.caps.turn_max_tokens
+        return turn + answer
+
+    def _final_text(self, reason: str) -> str:
+        return prompts.LOOP_FINAL[reason] + " " + prompts.LOOP_FINAL_ANSWER["local" if self.local else "anthropic"]
+
+    # ------------------------------------------------------------------ tools
+    def run_tool(self, call: dict, state: "_State") -> tuple[str, bool, str]:
+        """Run one call the model made: (result text for the model, is it an error, detail for the trace)."""
+        name, args = call.get("name"), call.get("input") or {}
+        if name == "search":
+            query = args.get("query")
+            if not isinstance(query, str) or not query.strip():
+                return "error: search needs a query (a non-empty string)", True, f"bad query {query!r}"
+            query = query.strip()[:QUERY_MAX_CHARS]
+            ids = [h.id for h in self.searcher.search(query, self.k)]
+            state.lists.append(ids)
+            state.queries.append(query)
+            shown = ids[:self.caps.search_k]
+            state.seen.extend(i for i in shown if i not in state.seen)
+            text = prompts.loop_search_result(query, [(i, self.papers[i][0] if i in self.papers else "") for i in shown])
+            return text, False, f'"{query}" -> {", ".join(shown) or "(none)"}'
+        if name == "read":
+            pid = args.get("paper_id")
+            pid = pid.strip() if isinstance(pid, str) else pid
+            if pid not in self.papers:
+                return f"error: no paper with id {pid!r} in the collection", True, f"unknown id {pid!r}"
+            state.read.append(pid)
+            title, abstract = self.papers[pid]
+            return prompts.loop_read_result(pid, title, abstract[:READ_MAX_CHARS]), False, f"{pid}: {title[:80]}"
+        return f"error: unknown tool {name!r}; the tools are search and read", True, f"unknown tool {name!r}"
+
+    # ------------------------------------------------------------------ the loop
+    def retrieve(self, question: Question, run: int = 1) -> Result:
+        start = time.perf_counter()
+        use = LLMUse(self.llm)
+        st = _State()
+        messages = self.opening(question)
+        added = len(self.system) + len(json.dumps(self.tools)) + sum(_chars(c) for _, c in messages)
+        last_prompt = last_out = 0
+        ended_by = final_by = ""
+        answer, cites, form, notes = "", [], "none", []
+        while True:
+            est_in = last_prompt + last_out + _tokens(added) + TURN_OVERHEAD
+            reason = ""
+            if use.calls + 1 >= self.caps.max_steps:
+                reason = "step_cap"
+                st.code("step cap", f"turn {use.calls + 1} of {self.caps.max_steps}: the last, answer-only")
+            else:
+                need = st.used + self._turn_and_answer(est_in)
+                if need > self.caps.max_tokens:
+                    reason = "token_budget"
+                    st.code("token budget", f"{st.used} of {self.caps.max_tokens} tokens used; a turn and the answer "
+                                            f"after it would need about {need - st.used} more")
+            if reason:
+                text = self._final_text(reason)
+                if st.used + est_in + self.final_bound + self.caps.turn_max_tokens > self.caps.max_tokens:
+                    ended_by, final_by = reason, "code"
+                    st.code("answer by code", "no room for an answer call in the token budget: no citations; "
+                                              "the searches run so far rank")
+                    break
+                role, content = messages[-1]
+                messages[-1] = (role, content + "\n\n" + text if isinstance(content, str)
+                                else tuple(content) + (text_block(text),))
+            request = self.request(question, messages, run, st.seen, final=bool(reason))
+            reply = use(request)
+            r = use.last
+            st.used += r.prompt_tokens + r.tokens_out
+            last_prompt, last_out = r.prompt_tokens, r.tokens_out
+            calls = list(r.tool_calls)
+            answers = [c for c in calls if c.get("name") == ANSWER_TOOL]
+            st.model(r, reason, calls, reply)
+            if r.stop_reason in INCOMPLETE_STOPS:
+                ended_by, final_by = reason or r.stop_reason, "code"
+                notes.append(f"reply stopped: {r.stop_reason}")
+                if reason:  # a forced answer cut or refused: whatever it cited still counts
+                    cites, invalid, form = self._citations(reply, answers)
+                    st.invalid += invalid
+                    final_by, answer = "model", reply
+                break
+            if reason or answers or not calls:
+                if reason and calls and not answers:
+                    notes.append("the forced answer called a tool; the call was not run")
+                cites, invalid, form = self._citations(reply, answers)
+                st.invalid += invalid
+                ended_by, final_by, answer = reason or "stop", "model", reply
+                break
+            messages.append(("assistant", assistant_blocks(r)))
+            results = []
+            for call in calls:
+                t0 = time.perf_counter()
+                text, error, detail = self.run_tool(call, st)
+                st.errors += error
+                st.code(call.get("name") or "?", ("error: " if error else "") + detail, by="model",
+                        ms=(time.perf_counter() - t0) * 1000)
+                results.append(tool_result_block(call["id"], text, error))
+            messages.append(("user", tuple(results)))
+            added = sum(_chars((b,)) for b in results)
+        st.code("ranked list", f"{len(cites)} citation(s) first, then the RRF fusion of {len(st.lists)} search(es)")
+        ranked = ranked_list(cites, st.lists, self.rrf_k)
+        details = {"citations": cites, "invalid_citations": st.invalid, "citation_form": form, "read": st.read,
+                   "papers_read": len(set(st.read)), "turns": use.calls, "ended_by": ended_by,
+                   "forced_final": bool(ended_by in ("step_cap", "token_budget") and final_by == "model"),
+                   "final_by": final_by, "answer": (answer or "")[:500], "tool_errors": st.errors,
+                   "tokens_used": st.used, "prompt_reused": sum(x.get("prompt_reused", 0) for x in st.trace),
+                   "notes": notes,
+                   "caps": {"max_steps": self.caps.max_steps, "max_tokens": self.caps.max_tokens,
+                            "search_k": self.caps.search_k, "turn_max_tokens": self.caps.turn_max_tokens}}
+        res = Result(question.qid, self.name, run, ranked, len(st.lists), [question.text] + st.queries, 0.0,
+                     stop_reason=ended_by, provenance=self.provenance, details=details, trace=st.trace)
+        return use.fill(res, start)
+
+    def _citations(self, reply: str, answers: list[dict]) -> tuple[list[str], list[str], str]:
+        """The citations of a final reply: its answer call's ids, else the ids its text names."""
+        if answers:
+            ids = answers[0].get("input", {}).get("ids")
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                return [], [str(ids)], "malformed answer call"
+            valid = [i for i in dict.fromkeys(x.strip() for x in ids) if i in self.papers]
+            return valid, [i for i in ids if i.strip() not in self.papers], "answer call"
+        return parse_citations(reply, self.papers)
+
+
+class _State:
+    """What one loop has gathered so far, and its trace."""
+
+    def __init__(self):
+        self.lists: list[list[str]] = []
+        self.queries: list[str] = []
+        self.read: list[str] = []
+        self.seen: list[str] = []
+        self.invalid: list[str] = []
+        self.trace: list[dict] = []
+        self.used = self.errors = 0
+
+    def _step(self, kind: str, by: str, title: str, detail: str, tin: int = 0, tout: int = 0, ms: float = 0.0,
+              **extra) -> None:
+        self.trace.append({"step": len(self.trace) + 1, "kind": kind, "decided_by": by, "title": title,
+                           "detail": detail, "tokens_in": tin, "tokens_out": tout, "ms": round(ms, 1), **extra})
+
+    def code(self, title: str, detail: str, by: str = "code", ms: float = 0.0) -> None:
+        """A step the code ran: a tool call the model asked for (``by`` model), or the code's own."""
+        self._step("code", by, title, detail, ms=ms)
+
+    def model(self, r, forced: str, calls: list[dict], reply: str) -> None:
+        """A model turn: what it decided, its tokens and its (recorded) time."""
+        answered = not calls or any(c.get("name") == ANSWER_TOOL for c in calls)
+        if forced:
+            title = "forced answer"
+        elif r.stop_reason in INCOMPLETE_STOPS:
+            title = f"reply stopped: {r.stop_reason}"
+        elif answered:
+            title = "answer"
+        else:
+            title = "calls " + ", ".join(str(c.get("name")) for c in calls)
+        if not (forced or answered):
+            detail = "; ".join(f"{c.get('name')}({json.dumps(c.get('input'), ensure_ascii=False)})" for c in calls)
+        else:
+            detail = (reply or "; ".join(json.dumps(c.get("input"), ensure_ascii=False) for c in calls))
+        self._step("model", "code" if forced else "model", title, detail[:DETAIL_CHARS], r.prompt_tokens, r.tokens_out,
+                   r.latency_s * 1000, prompt_reused=r.prompt_tokens_reused)

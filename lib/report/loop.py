@@ -1,0 +1,285 @@
+"""The tool-calling loop's own report (notebook 9 and the scores notebook): its measures per run
+(citation hit rate, papers read, searches, model turns, tokens, latency, how loops ended, under
+which caps), the step-through of one question's trace, model-decided steps set apart from
+code-decided ones, and the distribution of steps."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from .. import pipeline
+from ..config import shown_path
+from ..designs.loop import ENDINGS
+from ..evaluation.metrics import scores_of
+from ..runs import read_results, run_files
+from .pages import reading
+from .plots import _save
+
+NAME = "loop"
+MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
+
+
+def no_run_text(profile, short: bool = False) -> str:
+    """What the page says when no loop run is saved (``short``: after the first time)."""
+    if short:
+        return "No loop run saved yet (see above)."
+    env = "".join([" QUESTION_FORM=short" if profile.question_form == "short" else "",
+                   " QUESTION_SET=twopart" if profile.question_set == "twopart" else ""])
+    return (f"No loop run is saved yet in `{shown_path(pipeline.results_dir(profile) / NAME)}` for this profile and "
+            "condition, so there is nothing to show here. Record one with the local model "
+            f"(`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python scripts/run_designs.py {profile.name} loop 1`, "
+            "resumable), or try the loop with a stub model: `make notebook NB=09 PARAMS=\"-p loop_backend scripted\"` "
+            "(its results go to a variant folder).")
+
+
+def saved_runs(profile, complete: bool = True) -> dict[int, list]:
+    """The loop's saved runs on the scored questions, by run (``complete``: only runs that answered
+    every scored question, the scores notebook's rule)."""
+    qids = {q.qid for q in pipeline.scored_questions(profile)}
+    out = {}
+    for path in run_files(pipeline.results_dir(profile), NAME):
+        res = [r for r in read_results(path) if r.qid in qids]
+        if res and (not complete or len(res) == len(qids)):
+            out[int(path.stem[3:])] = res
+    return out
+
+
+def measures(results, sources: dict[str, str]) -> pd.DataFrame:
+    """One row per question and run: scores, citations against the source(s), and the loop's use."""
+    rows = []
+    for r in results:
+        if r.design != NAME or r.qid not in sources:
+            continue
+        d, src = r.details, sources[r.qid].split(";")
+        cites = d.get("citations", [])
+        rows.append({"run": r.run, "qid": r.qid, **{k: v for k, v in scores_of(r.ranked_ids, sources[r.qid]).items()
+                                                   if k in ("recall_at_5", "mrr_at_10")},
+                     "citation_hit": sum(s in cites for s in src) / len(src),
+                     "citations": len(cites), "citation_precision": (sum(c in src for c in cites) / len(cites)
+                                                                     if cites else np.nan),
+                     "papers_read": d.get("papers_read", 0), "searches": r.searches, "turns": d.get("turns", r.llm_calls),
+                     "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "tokens_used": d.get("tokens_used", 0),
+                     "prompt_reused": d.get("prompt_reused", 0),
+                     "latency_s": r.latency_s, "ended_by": r.stop_reason, "forced_final": d.get("forced_final", False),
+                     "final_by": d.get("final_by", ""), "tool_errors": d.get("tool_errors", 0)})
+    return pd.DataFrame(rows)
+
+
+def summary(pq: pd.DataFrame) -> pd.DataFrame:
+    """Per run, the loop's own measures (means per question; how loops ended as shares)."""
+    rows = []
+    for run, g in pq.groupby("run"):
+        row = {"run": run, "questions": len(g), "recall_at_5": g.recall_at_5.mean(), "mrr_at_10": g.mrr_at_10.mean(),
+               "citation_hit_rate": g.citation_hit.mean(), "citations_per_q": g.citations.mean(),
+               "citation_precision": g.citation_precision.mean(), "papers_read_per_q": g.papers_read.mean(),
+               "searches_per_q": g.searches.mean(), "turns_per_q": g.turns.mean(), "tokens_in_per_q": g.tokens_in.mean(),
+               "tokens_out_per_q": g.tokens_out.mean(), "prompt_reused_per_q": g.prompt_reused.mean(),
+               "latency_median_s": g.latency_s.median()}
+        for e in ENDINGS:
+            row[f"ended_{e}"] = float((g.ended_by == e).mean())
+        row["final_by_code"] = float((g.final_by == "code").mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def caps_of(results) -> dict:
+    """The caps a run ran under (from its provenance)."""
+    p = results[0].provenance if results else {}
+    return {k: p.get(k) for k in ("loop_max_steps", "loop_max_tokens", "loop_search_k", "loop_turn_max_tokens",
+                                  "loop_backend", "llm_backend", "llm_model")}
+
+
+def caps_words(caps: dict) -> str:
+    steps, tokens = caps.get("loop_max_steps"), caps.get("loop_max_tokens")
+    return (f"{steps} model turns (the last answer-only) and {tokens:,} input + output tokens a question; search "
+            f"shows the top {caps.get('loop_search_k')} and a turn writes at most {caps.get('loop_turn_max_tokens')} "
+            "tokens")
+
+
+def measures_page(profile) -> dict:
+    """Notebook 9: the loop's measures per complete run, with the caps it ran under."""
+    runs = saved_runs(profile)
+    if not runs:
+        display(Markdown(no_run_text(profile)))
+        return {}
+    sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
+    pq = measures([r for rs in runs.values() for r in rs], sources)
+    table = summary(pq)
+    caps = caps_of(next(iter(runs.values())))
+    display(Markdown(f"Caps: {caps_words(caps)} (model `{caps['llm_model']}`, backend `{caps['llm_backend']}`"
+                     + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "") + ")."))
+    display(table.style.hide(axis="index").format(precision=3))
+    row = table.mean(numeric_only=True)
+    ended = ", ".join(f"{row[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS if row[f"ended_{e}"])
+    reading(f"Over {int(row.questions)} questions and {len(table)} run(s), the loop cited the source paper in "
+            f"{row.citation_hit_rate:.0%} of questions, with {row.citations_per_q:.2f} citations, "
+            f"{row.searches_per_q:.2f} searches, {row.papers_read_per_q:.2f} papers read and {row.turns_per_q:.2f} model "
+            f"turns per question ({row.tokens_in_per_q:,.0f} input and {row.tokens_out_per_q:,.0f} output tokens). "
+            f"Loops ended: {ended or 'none'}. Its ranked list (citations first, then the fused searches) reaches "
+            f"recall@5 {row.recall_at_5:.3f} and MRR@10 {row.mrr_at_10:.3f}; the comparison with dense is in the "
+            "scores notebook.")
+    return {"measures": pq, "summary": table, "caps": caps}
+
+
+# ------------------------------------------------------------------ one question, step by step
+def _n(count, word: str, plural: str = "s") -> str:
+    return f"{count} {word}{'' if count == 1 else plural}"
+
+
+def pick(results: list):
+    """The question shown step by step, by a fixed rule: among the first run's loops that searched
+    and read, the one with the median number of trace steps (ties: the first in question order);
+    if none read, the first question."""
+    rich = [r for r in results if r.searches and r.details.get("read")]
+    if not rich:
+        return results[0] if results else None
+    lengths = sorted(len(r.trace) for r in rich)
+    median = lengths[(len(lengths) - 1) // 2]
+    return next(r for r in rich if len(r.trace) == median)
+
+
+def trace_frame(result) -> pd.DataFrame:
+    """A result's trace as a table, one row per step."""
+    rows = []
+    for s in result.trace:
+        who = "MODEL decided" if s["decided_by"] == "model" else "code decided"
+        rows.append({"step": s["step"], "who decided": who, "kind": "model turn" if s["kind"] == "model" else "code ran",
+                     "title": s["title"], "detail": s["detail"], "tokens in": s.get("tokens_in", 0),
+                     "of which reused": s.get("prompt_reused", 0) if s["kind"] == "model" else 0,
+                     "tokens out": s.get("tokens_out", 0), "ms": s.get("ms", 0.0)})
+    return pd.DataFrame(rows)
+
+
+def trace_style(frame: pd.DataFrame):
+    """The trace table styled: model turns shaded blue, the tools the code ran for the model in
+    sand, the code's own steps in grey and italics."""
+    def colour(row):
+        if row["kind"] == "model turn":
+            style = f"background-color: {MODEL_COLOUR}; font-weight: bold" if row["who decided"] == "MODEL decided" \
+                else f"background-color: {MODEL_COLOUR}; font-style: italic"
+        elif row["who decided"] == "MODEL decided":
+            style = f"background-color: {CODE_RUN_COLOUR}"
+        else:
+            style = f"background-color: {CODE_COLOUR}; font-style: italic"
+        return [style] * len(row)
+
+    return (frame.style.apply(colour, axis=1).hide(axis="index").format(precision=1)
+            .set_properties(subset=["who decided", "kind", "title", "detail"], **{"text-align": "left"}))
+
+
+def step_through(profile) -> dict:
+    """Notebook 9: one question's loop, every step, chosen by :func:`pick` from the first saved run."""
+    runs = saved_runs(profile, complete=False)
+    if not runs:
+        display(Markdown(no_run_text(profile, short=True)))
+        return {}
+    first = min(runs)
+    r = pick(runs[first])
+    q = {x.qid: x for x in pipeline.scored_questions(profile)}[r.qid]
+    d = r.details
+    hit = "cited the source" if set(q.source_id.split(";")) & set(d.get("citations", [])) else "did not cite the source"
+    display(Markdown(f"**{r.qid}** (run {first}): *{q.text}*  \nSource paper: `{q.source_id}`. The loop took "
+                     f"{_n(d.get('turns'), 'model turn')}, {_n(r.searches, 'search', 'es')}, read "
+                     f"{_n(d.get('papers_read'), 'paper')}, ended "
+                     f"by **{r.stop_reason}** and {hit} (citations: {', '.join(d.get('citations', [])) or 'none'}).  \n"
+                     "Blue rows: model turns (bold: the model decided; italic: the code forced an answer-only turn). "
+                     "Sand rows: the code ran a tool the model called. Grey italic rows: the code's own steps."))
+    frame = trace_frame(r)
+    display(trace_style(frame))
+    return {"result": r, "trace": frame}
+
+
+# ------------------------------------------------------------------ distribution of steps
+def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None):
+    """Three panels over every question and run: model turns per loop (dashed: the step cap),
+    searches and papers read per loop, and how loops ended."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    t = np.arange(1, int(max(pq.turns.max(), max_steps or 1)) + 1)
+    axes[0].bar(t, [(pq.turns == n).sum() for n in t], color="#4c72b0")
+    axes[0].set_xticks(t)
+    if max_steps:
+        axes[0].axvline(max_steps + 0.5, ls="--", color="grey")
+    axes[0].set_xlabel("model turns in the loop")
+    axes[0].set_ylabel("loops (questions x runs)")
+    axes[0].set_title("model turns per loop")
+    top = int(max(pq.searches.max(), pq.papers_read.max(), 1))
+    x = np.arange(0, top + 1)
+    axes[1].bar(x - 0.2, [(pq.searches == n).sum() for n in x], width=0.4, label="searches", color="#55a868")
+    axes[1].bar(x + 0.2, [(pq.papers_read == n).sum() for n in x], width=0.4, label="papers read", color="#dd8452")
+    axes[1].set_xticks(x)
+    axes[1].set_xlabel("per loop")
+    axes[1].set_title("searches and papers read")
+    axes[1].legend(fontsize=8)
+    ended = pq.ended_by.value_counts().reindex(list(ENDINGS)).fillna(0)
+    ended = ended[(ended > 0) | ended.index.isin(["stop", "step_cap", "token_budget"])]
+    axes[2].barh([e.replace("_", " ") for e in ended.index], ended.values, color="#8172b2")
+    axes[2].invert_yaxis()
+    axes[2].set_xlabel("loops")
+    axes[2].set_title("how loops ended")
+    for ax in axes:
+        for c in ax.containers:
+            ax.bar_label(c, fontsize=8)
+        if ax is axes[2]:
+            ax.margins(x=0.15)
+        else:
+            ax.margins(y=0.15)
+    fig.suptitle("The tool-calling loop: steps per question", fontsize=10)
+    return _save(fig, path)
+
+
+def steps_page(profile) -> dict:
+    """Notebook 9: the distribution of turns, searches, reads and endings over the complete runs."""
+    runs = saved_runs(profile)
+    if not runs:
+        display(Markdown(no_run_text(profile, short=True)))
+        return {}
+    sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
+    pq = measures([r for rs in runs.values() for r in rs], sources)
+    caps = caps_of(next(iter(runs.values())))
+    fig = steps_chart(pq, profile.figures_dir / f"{profile.name}_loop_steps.png", caps.get("loop_max_steps"))
+    display(fig)
+    by_end = pq.groupby("ended_by").agg(loops=("qid", "count"), citation_hit_rate=("citation_hit", "mean"),
+                                        turns=("turns", "mean"), tokens_used=("tokens_used", "mean")).reset_index()
+    display(by_end.style.hide(axis="index").format(precision=3))
+    return {"measures": pq, "by_ending": by_end, "figure": fig}
+
+
+# ------------------------------------------------------------------ the scores notebook
+def scores_section(profile, scored) -> pd.DataFrame:
+    """The scores notebook: the loop's own measures on the scored questions (its complete runs),
+    or a line saying no loop run is scored."""
+    results = [r for r in scored.results if r.design == NAME]
+    if not results:
+        display(Markdown("No loop run is scored in this condition yet (notebook 9 says how to record one)."))
+        return pd.DataFrame()
+    pq = measures(results, {q.qid: q.source_id for q in scored.questions})
+    table = summary(pq)
+    display(Markdown(f"Caps: {caps_words(caps_of(results))}."))
+    display(table.style.hide(axis="index").format(precision=3))
+    return table
+
+
+def summary_record(scored) -> dict | None:
+    """The loop's measures on the scored questions for ``summary.json`` (means over its runs), with
+    its caps; None when no loop run is scored."""
+    results = [r for r in scored.results if r.design == NAME]
+    if not results:
+        return None
+    table = summary(measures(results, {q.qid: q.source_id for q in scored.questions}))
+    means = table.drop(columns="run").mean(numeric_only=True)
+    return {"runs": len(table), "caps": caps_of(results),
+            **{k: (None if pd.isna(v) else round(float(v), 6)) for k, v in means.items()}}
+
+
+def summary_sentence(record: dict | None) -> str:
+    """The index page's sentence on the loop (from ``summary.json``); empty without a scored run."""
+    if not record:
+        return ""
+    ended = ", ".join(f"{record[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS
+                      if record.get(f"ended_{e}"))
+    return (f"The tool-calling loop cited the source paper in {record['citation_hit_rate']:.0%} of questions, after "
+            f"{record['searches_per_q']:.2f} searches, {record['papers_read_per_q']:.2f} papers read and "
+            f"{record['turns_per_q']:.2f} model turns per question; loops ended: {ended}. Its caps: "
+            f"{caps_words(record['caps'])}.")

@@ -1,0 +1,88 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: agentic-rag-evidence
+#     language: python
+#     name: agentic-rag-evidence
+# ---
+
+# %% [markdown]
+# # 9. The tool-calling loop
+#
+# *Does a model that drives search and read itself, as often as it decides, find the source paper?*
+#
+# Beyond the article, the agentic RAG of deep-research modes: the article's agent only chooses the
+# next query after seeing five titles; here the whole loop is the model's. It gets a system prompt,
+# the question and two tools, `search(query)` (the dense index's top `loop_search_k` ids and titles)
+# and `read(paper_id)` (that paper's abstract). It calls them one at a time, as often as it decides,
+# reads what comes back, and stops when it judges it has enough, answering with the ids of the
+# papers it relies on: its **citations**. The code runs every call and can cut the loop off: at
+# most `loop_max_steps` model turns (the last one answer-only) and `loop_max_tokens` input + output
+# tokens over the loop. A turn is made only if the answer could still be asked for after it within
+# the token budget; on either cap the code makes one last call for the answer only (or, when even
+# that would not fit, makes none and cites nothing), and the record names the cap. Never a silent cut.
+#
+# Scored like the other designs: the citations first, in the order cited, then the RRF fusion
+# (k = `rrf_k`) of every search the loop ran. Its own measures: citation hit rate (the source among
+# the citations), papers read, searches, model turns, tokens and how loops ended. Every result keeps
+# a trace of every step: who decided it (the model or the code), what it was, its tokens and time.
+#
+# The local model (Qwen2.5-Coder-1.5B) writes one JSON call a turn under a grammar that lets it read
+# or cite only papers its searches showed, after one worked example; Claude gets native tool use
+# (`lib/llm/prompts.py`). A stub model (`loop_backend`: `scripted` searches, reads the top hit and
+# cites it; `echo` never calls a tool) tries the loop with no model; its results go to a variant folder.
+
+# %% tags=["parameters"]
+profile = "offline"
+question_form = None      # full | short
+question_limit = None     # e.g. 20 to try the design on the first 20 questions
+loop_max_steps = None     # None: the profile's caps
+loop_max_tokens = None
+loop_search_k = None
+loop_backend = None       # None: the profile's llm_backend; "scripted" or "echo": a stub model (no model needed)
+runs = None               # None: the runs recorded (a stub: the profile's n_runs); e.g. [1]
+llm_backend = None        # None: the profile's (offline: replay); local or anthropic calls a model
+
+# %%
+from lib.config import notebook_profile
+from lib.report import loop as loop_report
+from lib.report.pages import design_page
+
+cfg = notebook_profile(globals())
+page = design_page(cfg, "loop", runs=runs)
+
+# %% [markdown]
+# ## The loop's own measures
+# Per complete run: the share of questions whose citations include the source paper (for two-part
+# questions, the share of the two papers cited), citations per question and the share of them that
+# are the source, papers read, searches and model turns per question, tokens (every call's whole
+# prompt counted; `prompt_reused`: the prompt tokens the local model took from its cache of the
+# previous turn instead of processing them again), median latency, and the share of loops each
+# ending closed (`stop`: the model answered; `step_cap`, `token_budget`: a cap forced the answer;
+# `refusal`, `max_tokens`: a reply that could not be used).
+
+# %%
+measures = loop_report.measures_page(cfg)
+
+# %% [markdown]
+# ## One question, step by step
+# The question shown is picked by a fixed rule, not by its outcome: among the first run's loops that
+# searched and read, the one with the median number of steps (ties: the first in question order).
+# Model turns carry their tokens (for the local model, how many of the prompt's tokens were reused
+# from the previous turn's processed prefix) and the model's time; the code's steps their own time.
+
+# %%
+example = loop_report.step_through(cfg)
+
+# %% [markdown]
+# ## How long the loops ran, and how they ended
+
+# %%
+steps = loop_report.steps_page(cfg)
