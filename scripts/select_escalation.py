@@ -19,11 +19,12 @@ from lib.evaluation import escalation  # noqa: E402
 from lib.io import write_json, write_text  # noqa: E402
 
 PROBE_THRESHOLD = 1e9  # above every signal: every question escalates
+PROBE_SIGNAL = "margin"  # any: with that threshold the signal decides nothing (all three are recorded)
 FORMS = ("full", "short")
 
 tables = []
 for form in FORMS:
-    cfg = load_profile("dev", escalate_threshold=PROBE_THRESHOLD, question_form=form,
+    cfg = load_profile("dev", escalate_threshold=PROBE_THRESHOLD, escalate_signal=PROBE_SIGNAL, question_form=form,
                        llm_backend=os.environ.get("LLM_BACKEND"))
     parts = pipeline.ProfileParts(cfg)
     qs = pipeline.scored_questions(cfg, parts.papers)

@@ -120,3 +120,24 @@ def test_saved_results_of_every_condition_match_their_expected_scores():
         assert (drift.status == "ok").all(), f"{name}: scores drifted from {expected}:\n{drift}"
         checked += 1
     assert checked >= 1
+
+
+def test_condition_answer_names_the_cheapest_step_worth_its_cost():
+    """The index's per-condition answer: the cheapest design measurably better than dense, and the
+    best LLM design against the best without an LLM (from the table's own numbers)."""
+    import pandas as pd
+
+    from lib.report.index_page import condition_answer
+
+    rows = [("dense", 0.90, None, 0.0, 0.01), ("rerank", 0.95, 0.02, 0.0, 0.08), ("bm25", 0.97, 0.03, 0.0, 0.001),
+            ("agent", 0.93, 0.01, 1.7, 6.0), ("multiquery", 0.80, -0.2, 1.0, 3.0)]
+    table = pd.DataFrame([{"condition": "short questions", "design": d, "questions": 100, "runs": 1, "mrr_at_10": m,
+                           "mrr_at_10_low": low, "recall_at_5_low": None, "recall_at_5_delta": 0.0,
+                           "mrr_at_10_delta": (m - 0.90) if low is not None else None, "llm_calls": calls,
+                           "latency_median_s": lat, "dense_misses_at_5": 7} for d, m, low, calls, lat in rows])
+    text = condition_answer(table)
+    assert "Cheapest measurably better step: bm25 (MRR@10 0.970, 0.00 LLM calls" in text
+    assert "The best design calling an LLM, agent (MRR@10 0.930, 1.70 calls per question), is not above the best " \
+           "without one, bm25 (0.970)" in text
+    table.loc[table.design == "agent", "mrr_at_10"] = 0.99
+    assert "agent (MRR@10 0.990, 1.70 calls per question), is above the best without one, bm25" in condition_answer(table)

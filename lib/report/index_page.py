@@ -139,11 +139,31 @@ def condition_answer(table: pd.DataFrame) -> str:
         misses = int(g.dense_misses_at_5.iloc[0])
         text = f"<b>{html.escape(c)}</b> ({n} questions; dense misses {misses} at 5): "
         text += ("measurably better than dense: " + "; ".join(wins) if wins else "no design is measurably better than dense")
+        text += worth_its_cost(g)
         missing = [r.design for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
         if missing:
             text += f" (not yet scored here: {', '.join(missing)}, runs stopped part-way)"
         out.append(f"<li>{text}.</li>")
     return "<ul>" + "".join(out) + "</ul>"
+
+
+def worth_its_cost(g: pd.DataFrame) -> str:
+    """Which step is worth its cost in one condition (generated): the cheapest design measurably
+    better than dense (fewest LLM calls, then lowest latency), and the best design that calls an LLM
+    against the best that does not."""
+    better = g[(g.mrr_at_10_low.fillna(0) > 0) | (g.recall_at_5_low.fillna(0) > 0)]
+    out = ""
+    if not better.empty:
+        cheap = better.sort_values(["llm_calls", "latency_median_s"]).iloc[0]
+        out += (f". Cheapest measurably better step: {cheap.design} (MRR@10 {cheap.mrr_at_10:.3f}, "
+                f"{cheap.llm_calls:.2f} LLM calls per question)")
+    llm, plain = g[g.llm_calls.fillna(0) > 0], g[g.llm_calls.fillna(0) == 0]
+    if not llm.empty and not plain.empty:
+        bl, bp = llm.loc[llm.mrr_at_10.idxmax()], plain.loc[plain.mrr_at_10.idxmax()]
+        verdict = "above" if bl.mrr_at_10 > bp.mrr_at_10 else "not above"
+        out += (f". The best design calling an LLM, {bl.design} (MRR@10 {bl.mrr_at_10:.3f}, {bl.llm_calls:.2f} calls per "
+                f"question), is {verdict} the best without one, {bp.design} ({bp.mrr_at_10:.3f})")
+    return out
 
 
 def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list[Path], bench: Path | None = None,
@@ -163,8 +183,9 @@ def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list
     cond_html = ""
     if conditions is not None and not conditions.empty:
         cond_html = ("<h2>Every condition</h2><p>Each design against dense <i>in the same condition</i> (the same "
-                     "questions): full questions as the article wrote them, their 2-5 keyword short forms, and "
-                     "questions answered only by two papers together (for these, recall@5 is the share of the two "
+                     "questions): full questions as the article wrote them, their 2-5 keyword short forms, "
+                     "questions answered only by two papers together, and both question forms searched over the whole "
+                     "snapshot instead of the drawn collection (for two-part questions, recall@5 is the share of the two "
                      "papers in the top 5, MRR@10 is 1/rank of the second-found paper, and both found @10 is the share "
                      "of questions with both papers in the top 10).</p>"
                      + condition_html(conditions) + "<h3>Per condition, the answer</h3>" + condition_answer(conditions))
