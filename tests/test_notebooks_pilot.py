@@ -65,6 +65,8 @@ def test_the_rendered_pilot_report_reads_as_a_report(executed):
         assert "injected-parameters" not in page and "Parameters" not in page
         assert not re.search(r"<td>\s*…\s*</td>|<th>\s*…\s*</th>", page), f"{name}: a table is cut"
         assert 'href="index.html"' in page
+        # interactive tables load the library embedded in the page, never from the network
+        assert "unpkg.com/dt_for_itables" not in page, f"{name}: an interactive table needs the internet"
     for name in ("01_collection", "02_questions", "10_scores"):
         assert "data:image/png;base64" in pages[name], f"{name}: no inline chart"
     for link in re.findall(r'(?:href|src)="([^"#:]+)"', index) + [

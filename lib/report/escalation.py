@@ -47,7 +47,8 @@ def selection_report(profile) -> dict:
         return {}
     sel, swept = json.loads(sel_path.read_text()), pd.read_csv(sweep_path)
     c, probe = sel["choice"], sel["probe"]
-    display(Markdown(f"## The signal, chosen on the dev set\n{sel['rule']}\n\nDev questions probed: "
+    rule = sel["rule"][:1].upper() + sel["rule"][1:]
+    display(Markdown(f"## The signal, chosen on the dev set\n{rule}\n\nDev questions probed: "
                      + ", ".join(f"{n} {f}" for f, n in sel["questions"].items()) + "."))
     fig = sweep_chart(swept, c, profile.figures_dir / "escalation_dev_sweep.png")
     display(fig)

@@ -12,14 +12,26 @@ from ..config import shown_path
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
 
 
+_TABLES_READY = False
+
+
+def offline_tables() -> None:
+    """Put the interactive-table library into the page once, before its first whole table, so the
+    rendered HTML needs no network (itables' offline mode)."""
+    global _TABLES_READY
+    if not _TABLES_READY:
+        import itables
+
+        itables.init_notebook_mode(all_interactive=False, connected=False)
+        _TABLES_READY = True
+
+
 def open_page(profile, *settings: str) -> None:
     """A notebook page's start: numbers rounded for reading, interactive whole tables, and the run's
     settings as a short table (instead of the injected parameters cell, which the HTML hides)."""
-    import itables
-
     pd.set_option("display.precision", 3)
     pd.set_option("display.max_colwidth", None)  # whole questions, never cut mid-word
-    itables.init_notebook_mode(all_interactive=False, connected=False)
+    offline_tables()
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
@@ -35,6 +47,7 @@ def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "") -> None
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(path, index=False)
     display(Markdown(f"{len(df)} rows; the same rows as CSV: [tables/{name}.csv](tables/{name}.csv)"))
+    offline_tables()
     itables.show(df, caption=caption or None, pageLength=10, lengthMenu=[10, 25, 100, -1], maxBytes=0)
 
 
