@@ -158,3 +158,24 @@ def test_sweep_matches_a_direct_count():
     esc = table["signal_margin"] < row["threshold"]
     assert esc.sum() == 4
     assert row["mrr@10"] == pytest.approx(pd.Series(np.where(esc, table["esc_mrr"], table["first_mrr"])).mean())
+
+
+def test_saved_escalate_runs_read_back_per_condition():
+    """The shipped escalate runs, as notebook 8 reads them: one row per condition with a complete
+    run, escalations counted from the records, and LLM calls against the agent's saved runs."""
+    from lib import pipeline
+    from lib.config import load_profile
+
+    cfg = load_profile("offline")
+    table = pipeline.escalation_outcomes(cfg).set_index("condition")
+    assert {"full questions", "short questions", "two-part questions"} <= set(table.index)
+    for cname, cp in pipeline.condition_profiles(cfg).items():
+        if cname not in table.index:
+            continue
+        res = pipeline.read_results(pipeline.run_path(cp.results_dir, "escalate", 1))
+        row = table.loc[cname]
+        assert row.questions == len(res) and row.escalated == sum(r.details["escalated"] for r in res)
+        assert row.llm_calls_per_q == pytest.approx(sum(r.llm_calls for r in res) / len(res))
+        assert row.helped + row.hurt + row.unchanged == row.escalated
+        if cp.escalate_threshold == float("-inf"):  # the dev rule chose never to escalate
+            assert row.escalated == 0 and row.calls_saved_vs_agent == pytest.approx(1.0)
