@@ -37,6 +37,24 @@ def parse_decision(text: str) -> tuple[str, str]:
     return "malformed", f"unknown decision {decision!r}"
 
 
+def next_query(use: LLMUse, reply: str, queries: list[str]) -> tuple[str | None, str]:
+    """What one decision reply means for the search: (the new query, "") to search again, or
+    (None, why the search ends): a refusal or max_tokens, stop, a malformed reply, an empty or a
+    repeated query (the agent's and escalate's one reading of a reply)."""
+    if use.stop_reason in INCOMPLETE_STOPS:  # a refusal or a reply cut at max_tokens: stop, named
+        return None, use.stop_reason
+    decision, value = parse_decision(reply)
+    if decision == "stop":
+        return None, "stop"
+    if decision == "malformed":
+        return None, f"malformed: {value}"
+    if not value:
+        return None, "empty query"
+    if value.strip().lower() in {q.strip().lower() for q in queries}:
+        return None, "repeated query"
+    return value, ""
+
+
 class AgentDesign:
     name = "agent"
     uses_llm = True
@@ -76,22 +94,9 @@ class AgentDesign:
         lists = [[h.id for h in self.searcher.search(question.text, self.k)]]
         reason = "cap"
         while len(queries) < self.max_searches:
-            reply = use(self.request(question, queries, lists[-1], run))
-            if use.stop_reason in INCOMPLETE_STOPS:  # a refusal or a reply cut at max_tokens: stop, named
-                reason = use.stop_reason
-                break
-            decision, value = parse_decision(reply)
-            if decision == "stop":
-                reason = "stop"
-                break
-            if decision == "malformed":
-                reason = f"malformed: {value}"
-                break
-            if not value:
-                reason = "empty query"
-                break
-            if value.strip().lower() in {q.strip().lower() for q in queries}:
-                reason = "repeated query"
+            value, why = next_query(use, use(self.request(question, queries, lists[-1], run)), queries)
+            if value is None:
+                reason = why
                 break
             queries.append(value)
             lists.append([h.id for h in self.searcher.search(value, self.k)])

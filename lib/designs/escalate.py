@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 
 from ..llm import LLMRequest
-from ..llm.base import INCOMPLETE_STOPS, cost_usd
+from ..llm.base import cost_usd
 from ..search.fusion import rrf
-from .agent import AgentDesign, parse_decision
+from .agent import AgentDesign, next_query
 from .base import DEPTH, LLMUse, Question, Result
 from .hybrid import HybridRerankDesign
 
@@ -135,16 +135,9 @@ class EscalateDesign:
                     reason = why
                     break
                 details["llm_requests"].append(request.key()[:16])
-                reply = use(request)
-                if use.stop_reason in INCOMPLETE_STOPS:
-                    reason = use.stop_reason
-                    break
-                decision, value = parse_decision(reply)
-                if decision != "search":
-                    reason = "stop" if decision == "stop" else f"malformed: {value}"
-                    break
-                if not value or value.strip().lower() in {q.strip().lower() for q in queries}:
-                    reason = "empty query" if not value else "repeated query"
+                value, why = next_query(use, use(request), queries)
+                if value is None:
+                    reason = why
                     break
                 queries.append(value)
                 lists.append(self.first.search(value)[0])
