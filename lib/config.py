@@ -23,6 +23,9 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # folder): they may write into the profile's results
 SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "collection_scope", "llm_batch",
                     "max_cost_usd")
+# environment variables the command-line scripts read as overrides (the condition and the backend)
+ENV_OVERRIDES = {"LLM_BACKEND": "llm_backend", "QUESTION_FORM": "question_form", "QUESTION_SET": "question_set",
+                 "COLLECTION_SCOPE": "collection_scope"}
 
 
 class Settings(BaseModel):
@@ -257,6 +260,19 @@ def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
         raise _explain(exc, f"{where} with parameters {given}") from None
     changed = {k: settings[k] for k in given if settings[k] != base[k]}
     return Profile(name=name, settings=settings, overrides=changed)
+
+
+def env_overrides(environ) -> dict[str, str | None]:
+    """The overrides named by ``ENV_OVERRIDES`` in an environment mapping (unset ones are None)."""
+    return {setting: environ.get(var) for var, setting in ENV_OVERRIDES.items()}
+
+
+def condition_env(profile: Profile) -> str:
+    """The environment prefix that puts a script in this profile's condition (empty for the default one),
+    e.g. ``QUESTION_FORM=short COLLECTION_SCOPE=snapshot``."""
+    default = {"question_form": "full", "question_set": "single", "collection_scope": "default"}
+    return " ".join(f"{var}={profile.settings[setting]}" for var, setting in ENV_OVERRIDES.items()
+                    if setting in default and profile.settings[setting] != default[setting])
 
 
 # names a notebook's parameters cell may hold besides the settings

@@ -199,7 +199,7 @@ if "--snapshot" in sys.argv:  # the whole-snapshot condition: embedding all pape
                        + ("" if ms <= 50 else ": over 50 ms, use faiss-cpu's exact index")}
 
 # --- LLM seconds per call, from the recorded calls of the saved runs (measured when made)
-for kind in ("rewrite", "agent", "escalate"):
+for kind in ("rewrite", "agent", "escalate", "loop"):
     lat = []
     for folder in (ROOT / "data" / "llm_records").glob("*/"):
         lat += [rec["response"]["latency_s"] for rec in RecordStore(folder).records(kind).values()]

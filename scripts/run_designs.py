@@ -2,7 +2,8 @@
 
 Usage: python scripts/run_designs.py PROFILE DESIGN[,DESIGN...] [RUN ...]
 (e.g. `offline multiquery,agent 3` with LLM_BACKEND=local records run 3 of both LLM designs).
-LLM_BACKEND, QUESTION_FORM and QUESTION_SET override the profile's settings.
+LLM_BACKEND, QUESTION_FORM, QUESTION_SET and COLLECTION_SCOPE override the profile's settings
+(e.g. `COLLECTION_SCOPE=snapshot QUESTION_FORM=short` for the short questions over the whole snapshot).
 """
 import os
 import sys
@@ -10,9 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib import pipeline  # noqa: E402
-from lib.config import load_profile  # noqa: E402
+from lib.config import env_overrides, load_profile  # noqa: E402
 
 profile_name, designs, *runs = sys.argv[1:]
-profile = load_profile(profile_name, llm_backend=os.environ.get("LLM_BACKEND"),
-                       question_form=os.environ.get("QUESTION_FORM"), question_set=os.environ.get("QUESTION_SET"))
+profile = load_profile(profile_name, **env_overrides(os.environ))
 pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)

@@ -1,6 +1,6 @@
 import pytest
 
-from lib.config import load_profile, notebook_profile
+from lib.config import condition_env, env_overrides, load_profile, notebook_profile
 from lib.errors import ModelUnavailable, ProfileError
 from lib.search.embedder import load_sentence_transformer
 from lib.llm import LLMError, make_llm
@@ -17,6 +17,20 @@ def test_profiles_load_and_override():
         load_profile("nope")
     assert load_profile("offline", n_papers=300).overrides == {"n_papers": 300}
     assert load_profile("offline", n_papers=2000).overrides == {}  # the file's own value is no override
+
+
+def test_condition_env_round_trips_through_the_scripts_overrides():
+    """The command a page prints for a condition, read back the way scripts/run_designs.py reads it,
+    names the same condition and results folder."""
+    for kw in [{}, {"question_form": "short"}, {"collection_scope": "snapshot"},
+               {"collection_scope": "snapshot", "question_form": "short"}, {"question_set": "twopart"}]:
+        cfg = load_profile("offline", **kw)
+        env = dict(part.split("=") for part in condition_env(cfg).split())
+        back = load_profile("offline", **env_overrides(env))
+        assert back.results_dir == cfg.results_dir and back.overrides == cfg.overrides
+    assert condition_env(load_profile("offline")) == ""
+    with pytest.raises(ProfileError, match="collection_scope"):
+        load_profile("offline", **env_overrides({"COLLECTION_SCOPE": "everything"}))
 
 
 def test_notebook_profile_takes_injected_settings():

@@ -233,6 +233,8 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
     "llm_rewrite_call": ("multi-query rewrite (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "llm_agent_call": ("agent decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "llm_escalate_call": ("escalation decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "llm_loop_call": ("one tool-calling loop turn (local LLM)", "median of the recorded turns, prefix reuse on",
+                      "none (recorded when run)"),
     "report_rerender": ("re-rendering the report", "make report from the saved runs", "2 minutes"),
 }
 

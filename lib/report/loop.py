@@ -10,7 +10,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from .. import pipeline
-from ..config import shown_path
+from ..config import condition_env, shown_path
 from ..designs.loop import ENDINGS
 from ..evaluation.metrics import scores_of
 from ..runs import read_results, run_files
@@ -25,8 +25,7 @@ def no_run_text(profile, short: bool = False) -> str:
     """What the page says when no loop run is saved (``short``: after the first time)."""
     if short:
         return "No loop run saved yet (see above)."
-    env = "".join([" QUESTION_FORM=short" if profile.question_form == "short" else "",
-                   " QUESTION_SET=twopart" if profile.question_set == "twopart" else ""])
+    env = f" {condition_env(profile)}" if condition_env(profile) else ""
     return (f"No loop run is saved yet in `{shown_path(pipeline.results_dir(profile) / NAME)}` for this profile and "
             "condition, so there is nothing to show here. Record one with the local model "
             f"(`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python scripts/run_designs.py {profile.name} loop 1`, "
