@@ -46,6 +46,22 @@ def test_search_order_and_ties_broken_by_id():
     assert hits[0].score == pytest.approx(1.0) and hits[2].score == pytest.approx(0.6)
 
 
+def test_top_k_equals_a_full_sort_with_ties_at_the_cut_and_under_a_filter():
+    """The search sorts only the papers at or above the k-th score; ties at the cut still go by id."""
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((500, 8)).astype(np.float32)
+    vecs[200:210] = vecs[3]  # ten copies of paper 3: a tie that straddles several cuts
+    ids = [f"p{i:03d}" for i in range(500)][::-1]  # given out of order
+    index = DenseIndex(ids, vecs)
+    q = vecs[3]
+    full = index.vectors @ q
+    for k in (1, 4, 7, 11, 50, 500, 600):
+        expect = [str(index.ids[i]) for i in np.lexsort((np.arange(500), -full))[:k]]
+        assert [h.id for h in index.search_vector(q, k)] == expect, k
+    index.restrict({"p003", "p205", "p499"})
+    assert {h.id for h in index.search_vector(q, 10)} == {"p003", "p205", "p499"}
+
+
 def test_cache_file_roundtrip(tmp_path):
     c = EmbeddingCache("m/x", tmp_path)
     c.add(["a", "b"], np.eye(2, dtype=np.float32))

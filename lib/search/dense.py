@@ -44,8 +44,14 @@ class DenseIndex:
         if self.mask is not None:  # filtered-out papers rank below every allowed one, and are cut
             scores = np.where(self.mask, scores, -np.inf)
             k = min(k, int(self.mask.sum()))
+        if k <= 0:
+            return []
+        # only the papers scoring at least the k-th best (ties at the cut included) need sorting
+        cand = np.arange(len(scores))
+        if k < len(scores):
+            cand = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
         # lexsort: last key is primary -> by descending score, then ascending id (ids are sorted already)
-        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
+        order = cand[np.lexsort((cand, -scores[cand]))][:k]
         return [Hit(str(self.ids[i]), float(scores[i])) for i in order]
 
 
