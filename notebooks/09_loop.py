@@ -86,3 +86,14 @@ example = loop_report.step_through(cfg)
 
 # %%
 steps = loop_report.steps_page(cfg)
+
+# %% [markdown]
+# ## Where the loop loses the source
+# Each loop against dense's saved list for the same question: did one of the loop's searches show
+# the model the source paper, did the model read it, did it cite it? And how the model's own queries
+# compare in length with the question it was given. The local prompt's one worked example searches
+# once with a rewritten query, reads one paper and answers; a prompt without it is a setting to
+# choose on the dev questions, not on these.
+
+# %%
+lost = loop_report.lost_page(cfg)

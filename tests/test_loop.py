@@ -14,7 +14,7 @@ import pytest
 
 from lib.config import ROOT, load_profile
 from lib.designs import Question, design_names
-from lib.designs.loop import Caps, LoopDesign, parse_citations, ranked_list
+from lib.designs.loop import Caps, LoopDesign, parse_citations, ranked_list, shown_ids
 from lib.errors import ProfileError
 from lib.llm import LLMRequest, LLMResponse, RecordedLLM, RecordStore, prompts
 from lib.llm.anthropic_backend import AnthropicBackend
@@ -92,6 +92,29 @@ def test_scripted_stub_searches_reads_the_top_hit_and_cites_it(tiny, style):
     else:
         assert all(req.grammar is None for req in llm.requests)
         assert [t["name"] for t in llm.requests[0].tools] == ["search", "read"]
+
+
+def test_the_funnel_follows_the_source_from_shown_to_read_to_cited(tiny):
+    """Where a loop loses the source: what its searches showed (kept in the record, or read back from
+    the trace of records saved before), what it read and cited, against a baseline's top 5."""
+    import dataclasses
+
+    from lib.report.loop import funnel, funnel_table
+
+    papers, searcher = tiny
+    q = question(papers)
+    top = [h.id for h in searcher.search(q.text, 50)]
+    far = Question("t999", q.text, top[20])  # a source the scripted search shows but never in its top 5
+    d, _ = design(tiny, ScriptedLoopModel())
+    found, lost = d.retrieve(q), d.retrieve(far)
+    assert shown_ids(found) == top[:5]
+    old = dataclasses.replace(found, details={k: v for k, v in found.details.items() if k != "shown"})
+    assert shown_ids(old) == top[:5]  # the same, from the trace
+    fq = funnel([old, lost], [q, far], {q.qid: top, far.qid: [top[20]]})
+    assert fq[["baseline_top_k", "shown", "read", "cited"]].values.tolist() == [[True] * 4, [True] + [False] * 3]
+    assert fq.query_words.tolist() == [len(q.text.split())] * 2  # the scripted model searches with the question
+    table = funnel_table(fq)
+    assert table.loops.tolist() == [2, 1, 1, 1] and table.share.tolist() == [1.0, 0.5, 0.5, 0.5]
 
 
 def test_echo_stub_ends_on_its_first_turn_with_nothing_retrieved(tiny):

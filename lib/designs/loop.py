@@ -49,6 +49,22 @@ _CITED = re.compile(r"^[\s*_>-]*cited\s*[*_]*\s*:(.*)$", re.I | re.M)
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9./_-]*[A-Za-z0-9]")
 
 
+SHOWN_SEP = " -> "  # a search step's trace detail: the query, then the ids the model was shown
+
+
+def shown_ids(result) -> list[str]:
+    """The papers the loop's searches showed the model, first-shown first: the record's ``shown``, or
+    (records saved before it was kept) read back from the trace's search steps."""
+    if "shown" in result.details:
+        return list(result.details["shown"])
+    out: list[str] = []
+    for step in result.trace:
+        if step.get("kind") == "code" and step.get("title") == "search" and SHOWN_SEP in step.get("detail", ""):
+            ids = step["detail"].rsplit(SHOWN_SEP, 1)[1]
+            out += [i for i in ids.split(", ") if i != "(none)" and i not in out]
+    return out
+
+
 @dataclass(frozen=True)
 class Caps:
     """Hard per-question limits of one loop (profile settings ``loop_*``)."""
@@ -203,7 +219,7 @@ class LoopDesign:
             shown = ids[:self.caps.search_k]
             state.seen.extend(i for i in shown if i not in state.seen)
             text = prompts.loop_search_result(query, [(i, self.papers[i][0] if i in self.papers else "") for i in shown])
-            return text, False, f'"{query}" -> {", ".join(shown) or "(none)"}'
+            return text, False, f'"{query}"{SHOWN_SEP}{", ".join(shown) or "(none)"}'
         if name == "read":
             pid = args.get("paper_id")
             pid = pid.strip() if isinstance(pid, str) else pid
@@ -283,6 +299,7 @@ class LoopDesign:
         st.code("ranked list", f"{len(cites)} citation(s) first, then the RRF fusion of {len(st.lists)} search(es)")
         ranked = ranked_list(cites, st.lists, self.rrf_k)
         details = {"citations": cites, "invalid_citations": st.invalid, "citation_form": form, "read": st.read,
+                   "shown": st.seen,
                    "papers_read": len(set(st.read)), "turns": use.calls, "ended_by": ended_by,
                    "forced_final": bool(ended_by in ("step_cap", "token_budget") and final_by == "model"),
                    "final_by": final_by, "answer": (answer or "")[:500], "tool_errors": st.errors,

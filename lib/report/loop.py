@@ -11,7 +11,7 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import condition_env, shown_path
-from ..designs.loop import ENDINGS
+from ..designs.loop import ENDINGS, shown_ids
 from ..evaluation.metrics import scores_of
 from ..runs import read_results, run_files
 from .pages import reading
@@ -243,6 +243,62 @@ def steps_page(profile) -> dict:
                                         turns=("turns", "mean"), tokens_used=("tokens_used", "mean")).reset_index()
     display(by_end.style.hide(axis="index").format(precision=3))
     return {"measures": pq, "by_ending": by_end, "figure": fig}
+
+
+# ------------------------------------------------------------------ where the source is lost
+def funnel(results, questions, baseline: dict[str, list[str]], k: int = 5) -> pd.DataFrame:
+    """Per question and run, how far the loop got with the source paper: shown by one of its searches,
+    read, cited; beside whether the baseline's top ``k`` (dense's saved list) held it, and the words of
+    the model's own queries against the question's."""
+    qs = {q.qid: q for q in questions}
+    rows = []
+    for r in results:
+        if r.design != NAME or r.qid not in qs:
+            continue
+        src, q = set(qs[r.qid].source_id.split(";")), qs[r.qid]
+        own = r.queries[1:] if r.queries and r.queries[0] == q.text else r.queries
+        rows.append({"run": r.run, "qid": r.qid, "baseline_top_k": bool(src & set(baseline.get(r.qid, [])[:k])),
+                     "shown": bool(src & set(shown_ids(r))), "read": bool(src & set(r.details.get("read", []))),
+                     "cited": bool(src & set(r.details.get("citations", []))), "searches": r.searches,
+                     "query_words": float(np.mean([len(x.split()) for x in own])) if own else np.nan,
+                     "question_words": len(q.text.split())})
+    return pd.DataFrame(rows)
+
+
+def funnel_table(fq: pd.DataFrame, baseline: str = "dense") -> pd.DataFrame:
+    """The funnel as shares of loops (questions x runs)."""
+    stages = [(f"{baseline}'s top 5 holds the source", "baseline_top_k"),
+              ("a loop search showed the source", "shown"), ("the loop read the source", "read"),
+              ("the loop cited the source", "cited")]
+    return pd.DataFrame([{"stage": name, "loops": int(fq[col].sum()), "share": fq[col].mean()} for name, col in stages])
+
+
+def lost_page(profile, baseline: str = "dense") -> dict:
+    """Notebook 9: where the loop loses the source paper, against the baseline's saved run 1."""
+    runs = saved_runs(profile)
+    if not runs:
+        display(Markdown(no_run_text(profile, short=True)))
+        return {}
+    questions = pipeline.scored_questions(profile)
+    base_files = run_files(pipeline.results_dir(profile), baseline)
+    if not base_files:
+        display(Markdown(f"No saved {baseline} run to compare with."))
+        return {}
+    base = {r.qid: r.ranked_ids for r in read_results(base_files[0])}
+    fq = funnel([r for rs in runs.values() for r in rs], questions, base)
+    table = funnel_table(fq, baseline)
+    display(table.style.hide(axis="index").format({"share": "{:.1%}"}))
+    once = (fq.searches <= 1).mean()
+    shown = fq[fq.shown]
+    lost_at_search = (fq.baseline_top_k & ~fq.shown).mean()
+    reading(f"The loop's searches showed the source for {fq.shown.mean():.0%} of loops, against "
+            f"{fq.baseline_top_k.mean():.0%} for {baseline}'s top 5 on the question as written: "
+            f"{lost_at_search:.0%} of loops lost a source {baseline} had found before the model read anything. "
+            f"The model's own queries averaged {fq.query_words.mean():.1f} words against the question's "
+            f"{fq.question_words.mean():.1f}, and {once:.0%} of loops searched only once. Where a search showed the "
+            f"source, the loop read it in {shown.read.mean() if len(shown) else float('nan'):.0%} and cited it in "
+            f"{shown.cited.mean() if len(shown) else float('nan'):.0%} of loops.")
+    return {"funnel": fq, "table": table}
 
 
 # ------------------------------------------------------------------ the scores notebook
