@@ -195,7 +195,10 @@ if "--snapshot" in sys.argv:  # the whole-snapshot condition: embedding all pape
         ms = t["median_s"] / len(qv) * 1000
         out["steps"]["snapshot_dense_query"] = {
             "median_s_per_q": t["median_s"] / len(qv), "papers": len(ids), "exact": True,
-            "summary": f"{ms:.1f} ms per question (exact search over {len(ids):,} papers, question embedding apart)"
+            "index_mb": index.vectors.nbytes / 1e6,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "summary": f"{ms:.1f} ms per question (exact search over {len(ids):,} papers, question embedding apart; "
+                       f"the index holds {index.vectors.nbytes / 1e6:.0f} MB at float32)"
                        + ("" if ms <= 50 else ": over 50 ms, use faiss-cpu's exact index")}
 
 # --- LLM seconds per call, from the recorded calls of the saved runs (measured when made)
