@@ -143,6 +143,9 @@ def condition_answer(table: pd.DataFrame) -> str:
         missing = [r.design for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
         if missing:
             text += f" (not yet scored here: {', '.join(missing)}, runs stopped part-way)"
+        absent = [d for d in dict.fromkeys(table.design) if d not in set(table.design[table.condition == c])]
+        if absent:
+            text += f" (not run in this condition yet: {', '.join(absent)})"
         out.append(f"<li>{text}.</li>")
     return "<ul>" + "".join(out) + "</ul>"
 
