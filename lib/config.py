@@ -23,6 +23,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # folder): they may write into the profile's results
 SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "collection_scope", "llm_batch",
                     "max_cost_usd")
+# the article's condition: full questions, one source each, the drawn collection
+DEFAULT_CONDITION = {"question_form": "full", "question_set": "single", "collection_scope": "default"}
 # environment variables the command-line scripts read as overrides (the condition and the backend)
 ENV_OVERRIDES = {"LLM_BACKEND": "llm_backend", "QUESTION_FORM": "question_form", "QUESTION_SET": "question_set",
                  "COLLECTION_SCOPE": "collection_scope"}
@@ -171,8 +173,8 @@ class Profile:
     def shipped(self) -> bool:
         """True when this run's outputs are the shipped ones: the default profile with no override
         that changes a result (the offline report, figures and results)."""
-        return (self.name == DEFAULT_PROFILE and not self.own_overrides() and self.settings["question_form"] == "full"
-                and self.settings["question_set"] == "single" and self.settings["collection_scope"] == "default")
+        return (self.name == DEFAULT_PROFILE and not self.own_overrides()
+                and all(self.settings[k] == v for k, v in DEFAULT_CONDITION.items()))
 
     def own_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.overrides.items() if k not in SHARED_OVERRIDES}
@@ -270,9 +272,8 @@ def env_overrides(environ) -> dict[str, str | None]:
 def condition_env(profile: Profile) -> str:
     """The environment prefix that puts a script in this profile's condition (empty for the default one),
     e.g. ``QUESTION_FORM=short COLLECTION_SCOPE=snapshot``."""
-    default = {"question_form": "full", "question_set": "single", "collection_scope": "default"}
     return " ".join(f"{var}={profile.settings[setting]}" for var, setting in ENV_OVERRIDES.items()
-                    if setting in default and profile.settings[setting] != default[setting])
+                    if setting in DEFAULT_CONDITION and profile.settings[setting] != DEFAULT_CONDITION[setting])
 
 
 # names a notebook's parameters cell may hold besides the settings

@@ -168,9 +168,12 @@ class ProfileParts:
 
     @cached_property
     def bm25(self):
-        from .search.bm25 import BM25Index
+        from .search.bm25 import CACHE_DIR, BM25Index
+        from .search.snapshot import BM25_DIR
 
-        return BM25Index.build(self.papers).restrict(self.allowed)
+        # the whole snapshot's index is a local cache, not shipped with the drawn collections' ones
+        cache = BM25_DIR if self.profile.collection_scope == "snapshot" else CACHE_DIR
+        return BM25Index.build(self.papers, cache_dir=cache).restrict(self.allowed)
 
     def reranker(self):
         """The rerank step: the cross-encoder's score fused with the dense and BM25 scores by the

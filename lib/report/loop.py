@@ -25,7 +25,8 @@ def no_run_text(profile, short: bool = False) -> str:
     """What the page says when no loop run is saved (``short``: after the first time)."""
     if short:
         return "No loop run saved yet (see above)."
-    env = f" {condition_env(profile)}" if condition_env(profile) else ""
+    env = condition_env(profile)
+    env = f" {env}" if env else ""
     return (f"No loop run is saved yet in `{shown_path(pipeline.results_dir(profile) / NAME)}` for this profile and "
             "condition, so there is nothing to show here. Record one with the local model "
             f"(`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python scripts/run_designs.py {profile.name} loop 1`, "

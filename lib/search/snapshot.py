@@ -26,6 +26,7 @@ from .embedder import Embedder, slug
 CHUNK = 1024
 SHIPPED_DIR = ROOT / "data" / "snapshot_embeddings"
 CHUNK_DIR = ROOT / "data" / "cache" / "snapshot_chunks"
+BM25_DIR = ROOT / "data" / "cache" / "snapshot_bm25"  # built on first use (55 MB), never shipped
 MATCH_COSINE = 0.999  # float16 storage keeps cosine to the float32 vector above 0.9999
 
 
