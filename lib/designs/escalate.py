@@ -53,7 +53,7 @@ class Bounds:
         last_in = use.last.tokens_in if use.last is not None else 0
         if use.tin + use.tout + last_in + request.max_tokens > self.max_tokens:
             return "token budget"
-        if self.max_cost_usd is not None and use.last is not None and use.last.cost_usd:
+        if use.last is not None and use.last.cost_usd:
             step = cost_usd(model, last_in, request.max_tokens, prices) if prices is not None else use.last.cost_usd
             if use.cost + step > self.max_cost_usd:
                 return "cost budget"
