@@ -129,6 +129,11 @@ class ProfileParts:
         s.index.restrict(self.allowed)
         return s
 
+    def forget_queries(self) -> None:
+        """Before each answer: the dense searcher (if built) embeds every query anew (see DenseSearcher)."""
+        if "searcher" in self.__dict__:
+            self.searcher.forget_queries()
+
     def titles(self) -> dict[str, str]:
         return {p["id"]: p["title"] for p in self.papers}
 
@@ -248,7 +253,7 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     misses = []
     for k in runs:
         try:
-            res = run_designs(designs, qs, k, rdir, progress=progress)
+            res = run_designs(designs, qs, k, rdir, progress=progress, before_each=parts.forget_queries)
         except ReplayMiss as exc:
             if not replay:
                 raise
@@ -336,7 +341,9 @@ def condition_table(profile: Profile) -> pd.DataFrame:
             row = {"condition": cname, "design": d, "runs": int(r.runs), "questions": int(r.questions),
                    "both_found_at_10": both.get(d) if len(both) else None,
                    "recall_at_5": r.recall_at_5, "mrr_at_10": r.mrr_at_10, "searches": r.searches,
-                   "latency_median_s": r.latency_median_s, "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,
+                   **{f"{m}_{e}": r[f"{m}_{e}"] for m in scores.METRICS for e in ("min", "max")},
+                   "latency_median_s": r.latency_median_s, "latency_mean_s": r.latency_mean_s,
+                   "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,
                    "cost_usd_per_q": r.cost_usd_per_q, "dense_misses_at_5": head["dense_misses_at_5"],
                    "not_scored": ", ".join(f"run {k}" for dd, k in sc.partial if dd == d)}
             for m in scores.METRICS:

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from tqdm import tqdm
 
@@ -72,10 +72,13 @@ def what_changed(saved: Result, question: Question, provenance: dict) -> str:
 
 
 def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: int, results_dir: Path,
-                progress: bool = True) -> dict[str, list[Result]]:
+                progress: bool = True, before_each: Callable[[], None] | None = None) -> dict[str, list[Result]]:
     """Answer, question by question, every question a design has not saved yet for this run
     (several designs interleaved, so partial runs cover the same questions), appending to
     ``<results>/<design>/run<run>.jsonl``. A killed run resumes with nothing lost or repeated.
+
+    ``before_each`` is called before every answer (the runner passes the searcher's
+    ``forget_queries``, so each design's latency includes embedding its own queries).
 
     Refuses (:class:`StaleResults`) when a saved result for one of these questions was computed
     from other inputs, and (:class:`lib.io.LockedError`) when another process writes the file.
@@ -114,6 +117,8 @@ def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: i
                 for d in designs:
                     if q.qid in done[d.name]:
                         continue
+                    if before_each is not None:
+                        before_each()
                     res = d.retrieve(q, run)
                     res.inputs = keys[d.name][q.qid]
                     appenders[d.name].write(asdict(res))

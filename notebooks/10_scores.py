@@ -168,9 +168,10 @@ whole_table(conditions.round(3), cfg, "conditions", "every design in every condi
 
 # %% [markdown]
 # ## Which step is worth its cost
-# Each design's MRR@10 against what it costs per question: its median latency and its LLM calls
-# (offline the LLM has no fee; with the article profile the cost column is in USD). A design on
-# the frontier (filled) has no other design that is at least as good for less.
+# Each design's recall@5 and MRR@10 against what it costs per question: its mean latency, and its
+# LLM tokens (offline the local model has no fee, so tokens stand for what an API would bill; with the
+# article profile the cost axis is list-price USD). A design on a panel's frontier (filled) has no
+# other design that is at least as good for at most the same cost; a line spans its lowest to highest run.
 
 # %%
 plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png") if not conditions.empty else None

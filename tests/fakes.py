@@ -14,7 +14,7 @@ class ListSearcher:
         ids = self.lists.get(query, self.default)[:k]
         return [Hit(i, 1.0 - r / 100) for r, i in enumerate(ids)]
 
-    def search_many(self, queries, k, progress=False):
+    def search_many(self, queries, k):
         return [self.search(q, k) for q in queries]
 
 

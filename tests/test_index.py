@@ -70,3 +70,40 @@ def test_cache_file_roundtrip(tmp_path):
     assert d.missing(["a", "b", "c"]) == ["c"]
     assert np.array_equal(d.get(["b"]), np.array([[0, 1]], dtype=np.float32))
     assert text_key("a") in d.vectors
+
+
+class _Counting:
+    """The real embedder, counting the texts its model encodes."""
+
+    def __init__(self, inner):
+        self.inner, self.encoded = inner, []
+
+    def encode_raw(self, texts):
+        self.encoded += list(texts)
+        return self.inner.encode_raw(texts)
+
+
+def test_queries_are_embedded_by_the_model_once_per_answer(minilm_embedder, tmp_path):
+    """A design's latency includes embedding its own queries: a query embedded for another design (or
+    held in the embedding cache) is embedded again after forget_queries; within one answer, once."""
+    from lib.designs import DenseDesign, Question
+    from lib.runs import run_designs
+
+    vecs = minilm_embedder.embed(TEXTS, progress=False)  # the question's text below is now in the cache too
+    emb = _Counting(minilm_embedder)
+    s = DenseSearcher(DenseIndex(["p1", "p2", "p3", "p4"], vecs), emb)
+    q = "Sparse attention prunes the key value cache for long context decoding."
+    hits = s.search(q, 2)
+    s.scores_for(q, ["p2"])
+    assert emb.encoded == [q]  # searched and scored: embedded once, by the model, not from the cache
+    assert hits[0].id == "p1" and np.allclose(s.query_vectors([q])[0], vecs[0], atol=1e-5)
+    s.forget_queries()
+    s.search_many([q, "protein folding"], 1)
+    assert sorted(emb.encoded) == sorted([q, q, "protein folding"])
+
+    emb.encoded.clear()
+    second = DenseDesign(s)
+    second.name = "dense_again"
+    qs = [Question("q1", "protein folding", "p2", "plain"), Question("q2", q, "p1", "plain")]
+    run_designs([DenseDesign(s), second], qs, 1, tmp_path, progress=False, before_each=s.forget_queries)
+    assert sorted(emb.encoded) == sorted(["protein folding"] * 2 + [q] * 2)  # each design embeds each question

@@ -67,7 +67,7 @@ class MultiQueryDesign:
             text = "\n".join(text.splitlines()[:-1])
         rewrites = parse_rewrites(text, question.text, self.n_rewrites)
         queries = [question.text] + rewrites
-        lists = [[h.id for h in hits] for hits in self.searcher.search_many(queries, self.k, progress=False)]
+        lists = [[h.id for h in hits] for hits in self.searcher.search_many(queries, self.k)]
         fused = [d for d, _ in rrf(lists, self.rrf_k)][:DEPTH]
         reason = "" if len(rewrites) == self.n_rewrites else f"only {len(rewrites)} usable rewrites"
         if stop in (REFUSAL, MAX_TOKENS):  # recorded: the stop reason, then what could be used

@@ -82,6 +82,7 @@ def design_summary(pq: pd.DataFrame) -> pd.DataFrame:
             row[m] = g[m].mean()
             row[f"{m}_min"], row[f"{m}_max"] = g[m].min(), g[m].max()
         row.update({"searches": sub["searches"].mean(), "latency_median_s": sub["latency_s"].median(),
+                    "latency_mean_s": sub["latency_s"].mean(),
                     "latency_p90_s": float(np.quantile(sub["latency_s"], 0.9)),
                     "llm_calls": sub["llm_calls"].mean(), "tokens_in": sub["tokens_in"].mean(),
                     "tokens_out": sub["tokens_out"].mean(), "cost_usd_per_q": sub["cost_usd"].mean(),

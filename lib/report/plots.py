@@ -101,7 +101,7 @@ def conditions_chart(table: pd.DataFrame, path: Path):
     t = table.dropna(subset=["recall_at_5"])
     conditions = list(dict.fromkeys(t["condition"]))
     designs = list(dict.fromkeys(t["design"]))
-    colours = dict(zip(designs, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    colours = design_colours(designs)
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.9 + 0.75 * len(conditions)))
     for ax, m in zip(axes, ("recall_at_5", "mrr_at_10")):
         for ci, c in enumerate(conditions):
@@ -136,30 +136,60 @@ def pareto(points: list[tuple[str, float, float]]) -> set[str]:
     return out
 
 
-def frontier_chart(table: pd.DataFrame, path: Path, metric: str = "mrr_at_10"):
-    """Per condition: each design's score against its median latency per question and its LLM calls
-    per question (the offline cost axis: the local model has no fee); designs on the frontier are
-    filled, the others hollow."""
-    t = table.dropna(subset=[metric])
+def cost_axis(table: pd.DataFrame) -> tuple[str, str]:
+    """The cost column of the frontier: list-price USD per question where any design has a fee (the
+    article profile), otherwise LLM tokens per question, input + output (offline: the local model
+    has no fee, so tokens stand for what an API would bill)."""
+    if "cost_usd_per_q" in table and (table["cost_usd_per_q"].fillna(0) > 0).any():
+        return "cost_usd_per_q", "USD per question (list price)"
+    return "tokens", "LLM tokens per question (in + out)"
+
+
+def design_colours(designs) -> dict[str, str]:
+    """One colour per design, in the order given (the conditions chart and the frontier agree)."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {d: cycle[i % len(cycle)] for i, d in enumerate(designs)}
+
+
+def frontier_chart(table: pd.DataFrame, path: Path):
+    """Per condition (a row), recall@5 and MRR@10 against mean latency per question and against cost
+    per question (:func:`cost_axis`). A point is a design's mean over its runs, with a line from its
+    lowest to its highest run; filled points are on that panel's frontier (:func:`pareto`: no other
+    design is at least as good for at most the same), hollow ones are not."""
+    t = table.dropna(subset=["mrr_at_10"])
     conditions = list(dict.fromkeys(t["condition"]))
-    fig, axes = plt.subplots(len(conditions), 2, figsize=(11, 2.8 * len(conditions)), squeeze=False)
+    colours = design_colours(dict.fromkeys(t["design"]))
+    cost, cost_label = cost_axis(t)
+    panels = [(m, x) for m in ("recall_at_5", "mrr_at_10") for x in ("latency_mean_s", cost)]
+    fig, axes = plt.subplots(len(conditions), 4, figsize=(16, 0.6 + 2.6 * len(conditions)), squeeze=False)
     for row, c in zip(axes, conditions):
         sub = t[t.condition == c]
-        for ax, (x, xlabel) in zip(row, (("latency_median_s", "median latency per question (s, log scale)"),
-                                         ("llm_calls", "LLM calls per question"))):
-            xs = sub[x].clip(lower=1e-3) if x == "latency_median_s" else sub[x]
-            front = pareto(list(zip(sub.design, xs, sub[metric])))
-            for d, xv, yv in zip(sub.design, xs, sub[metric]):
-                ax.plot(xv, yv, "o", color="#4c72b0", mfc="#4c72b0" if d in front else "white")
-                ax.annotate(d, (xv, yv), xytext=(4, 4), textcoords="offset points", fontsize=8)
-            if x == "latency_median_s":
+        for ax, (m, x) in zip(row, panels):
+            xs = sub[x].astype(float).clip(lower=1e-3) if x == "latency_mean_s" else sub[x].astype(float)
+            front = pareto(list(zip(sub.design, xs, sub[m])))
+            for (_, r), xv in zip(sub.iterrows(), xs):
+                col = colours[r.design]
+                lo, hi = r.get(f"{m}_min"), r.get(f"{m}_max")
+                if pd.notna(lo) and pd.notna(hi) and hi > lo:
+                    ax.plot([xv, xv], [lo, hi], "-", color=col, lw=1.5)
+                ax.plot(xv, r[m], "o", ms=7, color=col, mfc=col if r.design in front else "white", mew=1.5)
+            if x == "latency_mean_s":
                 ax.set_xscale("log")
+                ax.set_xlabel("mean latency per question (s, log scale)")
             else:
-                ax.set_xlim(-0.1, max(1.0, float(xs.max()) * 1.15))
+                ax.set_xscale("symlog", linthresh=100 if x == "tokens" else 1e-4)
+                ax.set_xlim(left=0)
+                ax.set_xlabel(f"{cost_label} (0, then log scale)")
             ax.set_ylim(0, 1.05)
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel(f"{LABELS[metric]} ({c})")
+            ax.set_ylabel(f"{LABELS[m]}\n{c}", fontsize=8)
             ax.grid(alpha=0.3)
-    fig.suptitle(f"Cost and quality: {LABELS[metric]} against latency and LLM calls (filled: on the frontier)",
-                 fontsize=10)
-    return _save(fig, path)
+    handles = [plt.Line2D([], [], marker="o", ls="", color=col, label=d) for d, col in colours.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=len(colours), fontsize=9, frameon=False)
+    fig.suptitle("Cost and quality per condition: filled points are on the frontier (no design is at least as good "
+                 "for less); lines span a design's lowest to highest run", fontsize=10)
+    fig.tight_layout(rect=(0, 0.5 / (0.6 + 2.6 * len(conditions)), 1, 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return fig

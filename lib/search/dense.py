@@ -56,19 +56,34 @@ class DenseIndex:
 
 
 class DenseSearcher:
-    """Question text -> ranked hits: the dense design's search, shared by every design."""
+    """Question text -> ranked hits: the dense design's search, shared by every design.
+
+    Queries are embedded by the model, never read from the embedding cache, so a design's latency
+    includes embedding its own queries. Within one question a query is embedded once (a design that
+    searches and then scores with the same text pays once); :meth:`forget_queries` drops those vectors,
+    and the runner calls it before each design answers, so no design is timed on another's work."""
 
     def __init__(self, index: DenseIndex, embedder: Embedder):
         self.index, self.embedder = index, embedder
+        self._queries: dict[str, np.ndarray] = {}
+
+    def query_vectors(self, queries: Sequence[str]) -> np.ndarray:
+        """The queries' vectors; the ones not embedded since :meth:`forget_queries` in one batch,
+        longest first (as the embedder batches)."""
+        todo = sorted((q for q in dict.fromkeys(queries) if q not in self._queries), key=len, reverse=True)
+        if todo:
+            self._queries.update(zip(todo, self.embedder.encode_raw(todo)))
+        return np.stack([self._queries[q] for q in queries])
+
+    def forget_queries(self) -> None:
+        self._queries.clear()
 
     def search(self, query: str, k: int) -> list[Hit]:
-        qvec = self.embedder.embed([query], progress=False, persist=False)[0]
-        return self.index.search_vector(qvec, k)
+        return self.index.search_vector(self.query_vectors([query])[0], k)
 
     def scores_for(self, query: str, ids: Sequence[str]) -> list[float]:
         """The dense score (cosine) of the query with the given papers."""
-        return self.index.scores_for(self.embedder.embed([query], progress=False, persist=False)[0], ids)
+        return self.index.scores_for(self.query_vectors([query])[0], ids)
 
-    def search_many(self, queries: Sequence[str], k: int, progress: bool = True) -> list[list[Hit]]:
-        vecs = self.embedder.embed(list(queries), desc="embedding questions", progress=progress, persist=False)
-        return [self.index.search_vector(v, k) for v in vecs]
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return [self.index.search_vector(v, k) for v in self.query_vectors(list(queries))]
