@@ -141,8 +141,8 @@ def cost_axis(table: pd.DataFrame) -> tuple[str, str]:
     article profile), otherwise LLM tokens per question, input + output (offline: the local model
     has no fee, so tokens stand for what an API would bill)."""
     if "cost_usd_per_q" in table and (table["cost_usd_per_q"].fillna(0) > 0).any():
-        return "cost_usd_per_q", "USD per question (list price)"
-    return "tokens", "LLM tokens per question (in + out)"
+        return "cost_usd_per_q", "USD per question, list price"
+    return "tokens", "LLM tokens per question, in + out"
 
 
 def design_colours(designs) -> dict[str, str]:
@@ -179,7 +179,7 @@ def frontier_chart(table: pd.DataFrame, path: Path):
             else:
                 ax.set_xscale("symlog", linthresh=100 if x == "tokens" else 1e-4)
                 ax.set_xlim(left=0)
-                ax.set_xlabel(f"{cost_label} (0, then log scale)")
+                ax.set_xlabel(f"{cost_label} (0, then log)")
             ax.set_ylim(0, 1.05)
             ax.set_ylabel(f"{LABELS[m]}\n{c}", fontsize=8)
             ax.grid(alpha=0.3)
