@@ -13,7 +13,7 @@ from .data.papers import paper_text
 from .data.questions import read_questions, read_twopart_questions
 from .designs import Question, Result, design_class, design_names, llm_design_names
 from .errors import DataError
-from .evaluation import scores
+from .evaluation import power, scores
 from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
 from .runs import read_results, run_designs, run_files, run_path, write_qrels, write_trec
@@ -358,6 +358,27 @@ def condition_table(profile: Profile) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def condition_breakdowns(profile: Profile) -> dict[str, pd.DataFrame]:
+    """Per condition (reading only), over the questions its table scores: each design against dense by
+    question style and by question length (terciles of words), each group with its question count and
+    paired bootstrap range, and the power of the paired comparison (``lib.evaluation.power``). Every
+    row names its condition."""
+    out: dict[str, list[pd.DataFrame]] = {"by_style": [], "by_length": [], "power": []}
+    for cname, cp in condition_profiles(profile).items():
+        sc = load_scored(cp)
+        if sc.pq.empty:
+            continue
+        keep = set(sc.common)
+        qs = [q for q in sc.questions if q.qid in keep]
+        n, seed = cp.bootstrap_resamples, cp.bootstrap_seed
+        parts = {"by_style": scores.breakdown(sc.pq, {q.qid: q.style or "(none)" for q in qs}, n, seed),
+                 "by_length": scores.breakdown(sc.pq, scores.length_bins(qs), n, seed),
+                 "power": power.power_table(sc.pq)}
+        for k, df in parts.items():
+            out[k].append(df.assign(condition=cname)[["condition", *df.columns]])
+    return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in out.items()}
+
+
 SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s",
                    "llm_calls", "cost_usd_per_q", "cost_total_usd"]
 
@@ -418,7 +439,7 @@ def design_page(profile: Profile, name: str, runs=None) -> dict:
             "provenance": provenance_table(profile, name)}
 
 
-__all__ = ["all_questions", "collection", "condition_profiles", "condition_table", "design_class", "design_names",
-           "design_page", "escalation_outcomes", "llm_design_names", "load_scored", "make_design", "provenance_table",
-           "questions_path", "results_dir", "run", "run_many", "saved_design_summary", "scored_questions", "search_papers",
-           "searcher", "summary_for_profile"]
+__all__ = ["all_questions", "collection", "condition_breakdowns", "condition_profiles", "condition_table",
+           "design_class", "design_names", "design_page", "escalation_outcomes", "llm_design_names", "load_scored",
+           "make_design", "provenance_table", "questions_path", "results_dir", "run", "run_many", "saved_design_summary",
+           "scored_questions", "search_papers", "searcher", "summary_for_profile"]

@@ -111,15 +111,11 @@ loop_measures = loop_report.scores_section(cfg, sc)
 # %%
 head = scores.headroom(pq)
 pw = power.power_table(pq)
-rec = pw[(pw.metric == "recall_at_5") & (pw.sd_of_differences > 0)]
 display(Markdown(
     f"**Headroom.** Dense misses the source at 5 for **{head['dense_misses_at_5']}** of {head['questions']} questions, so "
     f"no design can raise recall@5 by more than **{head['max_recall_gain']:.3f}**. (Dense misses it at 10 for "
-    f"{head['dense_misses_at_10']}.)\n\n**Power.** From the observed per-question differences, with "
-    f"{len(common)} questions the smallest difference a paired test detects with 80% power at a two-sided 5% level "
-    f"is {rec.min_detectable_difference.min():.3f} to {rec.min_detectable_difference.max():.3f} in recall@5 "
-    f"(by design); a 1-point recall@5 gain would need {int(rec['questions_for_0.01'].min()):,} to "
-    f"{int(rec['questions_for_0.01'].max()):,} questions."))
+    f"{head['dense_misses_at_10']}.)\n\n**Power.** From the observed per-question differences, "
+    f"{power.power_sentence(pw)}."))
 pw.style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
@@ -155,9 +151,10 @@ plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png")
 # %% [markdown]
 # ## Every condition
 # The same designs under harder conditions, each against dense in that condition: the questions'
-# 2-5 keyword short forms, and questions answered only by two papers together (recall@5 there is the
-# share of the two papers in the top 5; MRR@10 is 1/rank of the second-found paper). A run stopped
-# part-way is saved and named, not scored.
+# 2-5 keyword short forms, questions answered only by two papers together (recall@5 there is the
+# share of the two papers in the top 5; MRR@10 is 1/rank of the second-found paper), and both question
+# forms searched over the whole snapshot instead of the drawn collection. A run stopped part-way is
+# saved and named, not scored.
 
 # %%
 conditions = pipeline.condition_table(cfg)
@@ -177,6 +174,23 @@ whole_table(conditions.round(3), cfg, "conditions", "every design in every condi
 plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png") if not conditions.empty else None
 
 # %% [markdown]
+# ## Every condition: by style, by length, and power
+# In each condition, each design minus dense within each question style and each length tercile
+# (the group's question count and its own paired range), and the smallest difference from dense that
+# condition's question count can detect.
+
+# %%
+per_condition = pipeline.condition_breakdowns(cfg)
+whole_table(per_condition["by_style"].round(3), cfg, "conditions_by_style", "every condition, by question style")
+whole_table(per_condition["by_length"].round(3), cfg, "conditions_by_length", "every condition, by question length")
+whole_table(per_condition["power"].round(4), cfg, "conditions_power", "every condition, power against dense")
+
+# %%
+display(Markdown("**Power in every condition.** " + (
+    " ".join(f"*{c}*: {power.power_sentence(g)}." for c, g in per_condition["power"].groupby("condition", sort=False))
+    if not per_condition["power"].empty else "No condition has scored runs yet.")))
+
+# %% [markdown]
 # ## Saved, and checked against the expected scores
 # Per design and run (`scores.csv`), the differences (`deltas.csv`) and a summary (`summary.json`)
 # are saved in the results folder. The expected scores checked in beside them are compared with
@@ -189,6 +203,8 @@ deltas.to_csv(rdir / "deltas.csv", index=False)
 by_style.to_csv(rdir / "by_style.csv", index=False)
 by_length.to_csv(rdir / "by_length.csv", index=False)
 pw.to_csv(rdir / "power.csv", index=False)
+for k, df in per_condition.items():
+    df.to_csv(rdir / f"conditions_{k}.csv", index=False)
 write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.question_form,
                                     "questions_reviewed": len(qs), "questions_scored": len(common),
                                     "headroom": head, "designs": summary.to_dict(orient="records"),

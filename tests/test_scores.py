@@ -145,3 +145,56 @@ def test_condition_answer_names_the_cheapest_step_worth_its_cost():
         pd.concat([table, other], ignore_index=True))
     table.loc[table.design == "agent", "mrr_at_10"] = 0.99
     assert "agent (MRR@10 0.990, 1.70 calls per question), is above the best without one, bm25" in condition_answer(table)
+
+
+def test_power_sentence_states_the_tables_own_numbers():
+    import math
+
+    from lib.evaluation.power import power_sentence, power_table
+
+    rows = []
+    for i in range(40):  # dense finds 30 of 40; the design finds 34 (it gains 5, loses 1); another equals dense
+        dense = 1.0 if i < 30 else 0.0
+        design = 0.0 if i == 0 else (1.0 if i < 35 else 0.0)
+        rows += [{"qid": f"q{i}", "design": "dense", "run": 1, "recall_at_5": dense, "mrr_at_10": dense},
+                 {"qid": f"q{i}", "design": "hybrid", "run": 1, "recall_at_5": design, "mrr_at_10": design / 2},
+                 {"qid": f"q{i}", "design": "same", "run": 1, "recall_at_5": dense, "mrr_at_10": dense}]
+    pw = power_table(pd.DataFrame(rows))
+    rec = pw[(pw.design == "hybrid") & (pw.metric == "recall_at_5")].iloc[0]
+    diff = [(0.0 if i == 0 else (1.0 if i < 35 else 0.0)) - (1.0 if i < 30 else 0.0) for i in range(40)]
+    mean = sum(diff) / 40
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diff) / 39)
+    assert rec.sd_of_differences == pytest.approx(sd)
+    assert rec.min_detectable_difference == pytest.approx((1.959964 + 0.841621) * sd / math.sqrt(40), rel=1e-5)
+    text = power_sentence(pw)
+    # "same" has no differences at all, so it is left out of the ranges rather than shown as 0
+    assert text.startswith(f"with 40 questions the smallest difference from dense a paired test detects (80% power, "
+                           f"two-sided 5%) is {rec.min_detectable_difference:.3f} to {rec.min_detectable_difference:.3f}"
+                           " in recall@5")
+    assert f"would need {int(rec['questions_for_0.01']):,} to {int(rec['questions_for_0.01']):,} questions" in text
+
+
+def test_breakdowns_and_power_cover_every_condition_with_saved_runs():
+    """By style, by length and power per condition, each row naming its condition, groups adding up to
+    the questions that condition scores, and each group's delta its own mean minus dense's."""
+    from lib import pipeline
+    from lib.config import load_profile
+
+    cfg = load_profile("offline")
+    out = pipeline.condition_breakdowns(cfg)
+    table = pipeline.condition_table(cfg)
+    scored = table[table.questions.fillna(0) > 0]
+    assert set(out["power"].condition) == set(scored.condition)
+    for c, g in scored.groupby("condition"):
+        n = int(g.questions.max())
+        for k in ("by_style", "by_length"):
+            b = out[k][(out[k].condition == c) & (out[k].design == "dense") & (out[k].metric == "recall_at_5")]
+            assert b.questions.sum() == n, (c, k)
+        assert len(set(out["by_length"][out["by_length"].condition == c].group)) == 3
+        assert set(out["power"][out["power"].condition == c].design) == set(g.design) - {"dense"}
+    bl = out["by_length"]
+    row = bl[(bl.design == "bm25") & (bl.metric == "mrr_at_10")].iloc[0]
+    dense = bl[(bl.condition == row.condition) & (bl.group == row.group) & (bl.design == "dense")
+               & (bl.metric == "mrr_at_10")].iloc[0]
+    assert row["delta"] == pytest.approx(row["mean"] - dense["mean"])
+    assert row.low <= row["delta"] <= row.high

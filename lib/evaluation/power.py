@@ -13,8 +13,10 @@ from scipy import stats
 from ..designs import BASELINE
 from .scores import METRICS, question_means
 
+ALPHA, POWER, TARGET = 0.05, 0.8, 0.01  # two-sided level, power, and the gain sized in questions
 
-def power_table(pq: pd.DataFrame, alpha: float = 0.05, power: float = 0.8, target: float = 0.01) -> pd.DataFrame:
+
+def power_table(pq: pd.DataFrame, alpha: float = ALPHA, power: float = POWER, target: float = TARGET) -> pd.DataFrame:
     """Per design and metric: questions, sd of the paired differences, the minimum detectable
     difference, and the questions a difference of ``target`` would need."""
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
@@ -30,3 +32,24 @@ def power_table(pq: pd.DataFrame, alpha: float = 0.05, power: float = 0.8, targe
                          "min_detectable_difference": z * sd / math.sqrt(n) if n else float("nan"),
                          f"questions_for_{target:g}": math.ceil((z * sd / target) ** 2) if sd == sd and sd > 0 else 0})
     return pd.DataFrame(rows)
+
+
+def power_sentence(pw: pd.DataFrame, target: float = TARGET) -> str:
+    """In words, from one condition's :func:`power_table`: the smallest recall@5 and MRR@10 differences
+    its question count detects (the range over designs), and the questions a ``target`` recall@5 gain needs."""
+    col = f"questions_for_{target:g}"
+    pw = pw[pw.sd_of_differences > 0]
+    if pw.empty:
+        return "every design answered every question as dense did, so no difference to size"
+    bits = []
+    for m, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")):
+        r = pw[pw.metric == m]
+        if not r.empty:
+            bits.append(f"{r.min_detectable_difference.min():.3f} to {r.min_detectable_difference.max():.3f} in {label}")
+    text = (f"with {int(pw.questions.max())} questions the smallest difference from dense a paired test detects "
+            f"({POWER:.0%} power, two-sided {ALPHA:.0%}) is " + " and ".join(bits) + " (the range over designs)")
+    rec = pw[pw.metric == "recall_at_5"]
+    if not rec.empty:
+        text += (f"; a {target * 100:g}-point recall@5 gain would need {int(rec[col].min()):,} to "
+                 f"{int(rec[col].max()):,} questions")
+    return text

@@ -150,6 +150,21 @@ def condition_answer(table: pd.DataFrame) -> str:
     return "<ul>" + "".join(out) + "</ul>"
 
 
+def power_html(results_dir: Path) -> str:
+    """Per condition, the power of the comparison with dense (from the scores notebook's
+    ``conditions_power.csv``; empty where it has not been written)."""
+    from ..evaluation.power import power_sentence
+
+    path = results_dir / "conditions_power.csv"
+    if not path.exists():
+        return ""
+    pw = pd.read_csv(path)
+    items = "".join(f"<li><b>{html.escape(c)}</b>: {html.escape(power_sentence(g))}.</li>"
+                    for c, g in pw.groupby("condition", sort=False))
+    return ("<h3>Per condition, the power</h3><p>From the observed per-question differences from dense (breakdowns by "
+            "question style and length, with their ranges, are in the scores notebook):</p><ul>" + items + "</ul>")
+
+
 def worth_its_cost(g: pd.DataFrame) -> str:
     """Which step is worth its cost in one condition (generated): the cheapest design measurably
     better than dense (fewest LLM calls, then lowest latency), and the best design that calls an LLM
@@ -191,7 +206,8 @@ def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list
                      "snapshot instead of the drawn collection (for two-part questions, recall@5 is the share of the two "
                      "papers in the top 5, MRR@10 is 1/rank of the second-found paper, and both found @10 is the share "
                      "of questions with both papers in the top 10).</p>"
-                     + condition_html(conditions) + "<h3>Per condition, the answer</h3>" + condition_answer(conditions))
+                     + condition_html(conditions) + "<h3>Per condition, the answer</h3>" + condition_answer(conditions)
+                     + power_html(results_dir))
     style = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;line-height:1.45}"
              "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
              "text-align:left;vertical-align:top}img{max-width:100%}")
