@@ -268,9 +268,10 @@ def speed_section(bench: Path) -> str:
     m = b.get("machine", {})
     return (f"<h2>Speed</h2><p>Measured by <code>make bench</code> on {m.get('threads', '?')} CPU threads (torch "
             f"{html.escape(str(m.get('torch', '?')))}). The design tables' latency is per question as the run "
-            "recorded it: for rerank it includes the dense search and was measured while other jobs shared the "
-            "cores, so it is higher than the benchmark's rerank-only time; for LLM designs it is the model's "
-            "recorded time.</p><table><tr><th>step</th><th>what was measured</th><th>time</th><th>held to</th></tr>"
+            "recorded it: the design's own work, embedding its own queries included (no design reuses another's), "
+            "plus, for LLM designs, the model's time recorded when each call was made. Runs may have shared the "
+            "cores with other jobs, so these are upper bounds next to the benchmark's.</p>"
+            "<table><tr><th>step</th><th>what was measured</th><th>time</th><th>held to</th></tr>"
             f"{rows}</table>")
 
 
