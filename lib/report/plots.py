@@ -14,12 +14,13 @@ import pandas as pd
 LABELS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 
 
-def _save(fig, path: Path):
-    """Save the figure and close it, so a notebook shows it once (as the returned value)."""
+def _save(fig, path: Path, rect: tuple = (0, 0, 1, 1), dpi: int = 110):
+    """Save the figure and close it, so a notebook shows it once (as the returned value); ``rect``
+    keeps room for a legend below the axes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return fig
 
@@ -118,12 +119,7 @@ def conditions_chart(table: pd.DataFrame, path: Path):
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(designs), fontsize=8, frameon=False)
     fig.suptitle("Every design in every condition", fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return fig
+    return _save(fig, path, rect=(0, 0.08, 1, 1))
 
 
 def pareto(points: list[tuple[str, float, float]]) -> set[str]:
@@ -187,9 +183,4 @@ def frontier_chart(table: pd.DataFrame, path: Path):
     fig.legend(handles=handles, loc="lower center", ncol=len(colours), fontsize=9, frameon=False)
     fig.suptitle("Cost and quality per condition: filled points are on the frontier (no design is at least as good "
                  "for less); lines span a design's lowest to highest run", fontsize=10)
-    fig.tight_layout(rect=(0, 0.5 / (0.6 + 2.6 * len(conditions)), 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return _save(fig, path, rect=(0, 0.5 / (0.6 + 2.6 * len(conditions)), 1, 1), dpi=100)
