@@ -12,6 +12,14 @@ from typing import Any, Callable, Iterable, Iterator
 from .errors import DataError
 
 
+def digest(obj: Any, n: int = 16) -> str:
+    """A short sha256 of a JSON value (keys sorted): the content digest the inputs keys and caches use."""
+    import hashlib
+
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
     """Write a file atomically: a temporary file beside it, renamed into place (never half-written)."""
     path = Path(path)

@@ -13,11 +13,13 @@ from .data.papers import paper_text
 from .data.questions import read_questions, read_twopart_questions
 from .designs import Question, Result, design_class, design_names, llm_design_names
 from .errors import DataError
+from .io import digest
 from .evaluation import power, scores
 from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
-from .runs import read_results, run_designs, run_files, run_path, write_qrels, write_trec
+from .runs import RecordCheck, read_checked, read_results, run_designs, run_files, run_path, write_qrels, write_trec
 from .search.dense import DenseIndex, DenseSearcher
+from .search.fusion import RRF_TIES
 from .search.embedder import Embedder
 
 
@@ -66,8 +68,15 @@ def twopart_questions(profile: Profile, papers: list[dict] | None = None) -> lis
 
 
 def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list[Question]:
-    """The questions that are scored: review ok = 1, in the profile's form (full or short). In the
-    two-part condition each question's source is its two papers, joined by ";"."""
+    """The questions that are scored (see :func:`question_set`), the first ``question_limit`` of them."""
+    out = question_set(profile, papers)
+    limit = profile.question_limit
+    return out[:limit] if limit else out
+
+
+def question_set(profile: Profile, papers: list[dict] | None = None) -> list[Question]:
+    """The whole scored question set, before ``question_limit``: review ok = 1, in the profile's form
+    (full or short). In the two-part condition each question's source is its two papers, joined by ";"."""
     out = []
     twopart = profile.question_set == "twopart"
     rows = twopart_questions(profile, papers) if twopart else all_questions(profile, papers)
@@ -82,8 +91,18 @@ def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list
             text = row["short"]
         source = ";".join(row["source_ids"]) if twopart else row["source_id"]
         out.append(Question(row["qid"], text, source, "twopart" if twopart else row.get("style", "")))
-    limit = profile.question_limit
-    return out[:limit] if limit else out
+    return out
+
+
+def collection_digest(papers: list[dict]) -> str:
+    """The digest of the papers a design searches (id, title, abstract, categories, first listing)."""
+    return digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
+                   for p in papers])
+
+
+def questions_digest(questions: list[Question]) -> str:
+    """The digest of a scored question set (qid, text, source of each, in order)."""
+    return digest([[q.qid, q.text, q.source_id] for q in questions])
 
 
 def results_dir(profile: Profile) -> Path:
@@ -113,6 +132,14 @@ class ProfileParts:
     def __init__(self, profile: Profile, papers: list[dict] | None = None, progress: bool = True):
         self.profile, self.progress = profile, progress
         self.papers = papers if papers is not None else search_papers(profile)
+
+    @cached_property
+    def collection_digest(self) -> str:
+        return collection_digest(self.papers)
+
+    @cached_property
+    def questions_digest(self) -> str:
+        return questions_digest(question_set(self.profile, self.papers))
 
     @cached_property
     def allowed(self) -> set[str] | None:
@@ -194,13 +221,22 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     """The profile name and every setting the design's results depend on (and, for LLM designs,
     which backend answered and with which prompt style)."""
     cls = design_class(name)
-    prov = {"profile": profile.name, **{k: profile.settings.get(k) for k in cls.settings}}
+    prov = {"profile": profile.name, **{k: profile.settings.get(k) for k in cls.settings},
+            # what was searched and asked: a result computed on other papers or questions is never reused
+            "collection_digest": parts.collection_digest, "questions_digest": parts.questions_digest}
+    if fuses(cls):
+        prov["ties"] = RRF_TIES
     # the metadata filters shape every design's searches; they enter the record only when set
     prov.update({k: profile.settings[k] for k in ("filter_categories", "filter_first_seen") if profile.settings.get(k)})
     if cls.uses_llm:
         prov.update({"llm_backend": parts.llm().name, "llm_source": parts.llm_source(),
                      "prompt_style": parts.prompt_style()})
     return prov
+
+
+def fuses(cls) -> bool:
+    """Whether a design fuses lists (RRF) or reorders candidates, so its results depend on the tie rule."""
+    return "rrf_k" in cls.settings or "rerank_k" in cls.settings
 
 
 def make_design(name: str, profile: Profile, parts: ProfileParts | None = None):
@@ -291,9 +327,21 @@ def paid_preflight(profile: Profile, designs: list, questions: list[Question], r
 
 
 # --------------------------------------------------------------------------- reading saved runs
+def record_check(profile: Profile, parts: "ProfileParts | None" = None) -> RecordCheck:
+    """What every saved record is checked against before it is scored: the questions, the papers
+    searched, the digests and the design settings as they are now."""
+    parts = parts or ProfileParts(profile, progress=False)
+    qs = question_set(profile, parts.papers)
+    return RecordCheck({q.qid: q for q in qs}, frozenset(p["id"] for p in parts.papers),
+                       {"collection_digest": parts.collection_digest, "questions_digest": parts.questions_digest},
+                       {n: {k: profile.settings.get(k) for k in design_class(n).settings} for n in design_names()})
+
+
 def load_scored(profile: Profile) -> scores.Scored:
-    """The profile's saved runs, restricted the one way every table of the report uses."""
-    return scores.load_scored(scored_questions(profile), results_dir(profile))
+    """The profile's saved runs, each record checked (:func:`record_check`), restricted the one way
+    every table of the report uses."""
+    parts = ProfileParts(profile, progress=False)
+    return scores.load_scored(scored_questions(profile, parts.papers), results_dir(profile), record_check(profile, parts))
 
 
 def summary_for_profile(profile: Profile) -> pd.DataFrame:
@@ -384,9 +432,12 @@ SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "s
 
 
 def saved_design_summary(profile: Profile, name: str) -> pd.DataFrame:
-    """One design's summary from its saved complete runs (the partial-run rule of the scores notebook)."""
-    sources = {q.qid: q.source_id for q in scored_questions(profile)}
-    res = [r for p in run_files(results_dir(profile), name) for r in read_results(p)]
+    """One design's summary from its saved complete runs (the partial-run rule of the scores notebook),
+    every record checked first."""
+    parts = ProfileParts(profile, progress=False)
+    sources = {q.qid: q.source_id for q in scored_questions(profile, parts.papers)}
+    check = record_check(profile, parts)
+    res = [r for p in run_files(results_dir(profile), name) for r in read_checked(p, name, check)]
     if not any(r.qid in sources for r in res):  # no run saved yet
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     pq = scores.scored_runs(per_question(res, sources), len(sources))

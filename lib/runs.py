@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -50,6 +50,72 @@ def read_results(path: Path) -> list[Result]:
     return read_jsonl(path, Result.from_json, torn_tail_ok=True)
 
 
+# the type each field of a saved record must have before it is counted (bool is no number here)
+_NUMBER = (int, float)
+FIELD_TYPES = {"qid": str, "design": str, "run": int, "ranked_ids": list, "searches": int, "queries": list,
+               "latency_s": _NUMBER, "llm_calls": int, "tokens_in": int, "tokens_out": int, "cost_usd": _NUMBER,
+               "llm_latency_s": _NUMBER, "stop_reason": str, "replies": list, "provenance": dict, "inputs": str,
+               "details": dict, "trace": list}
+
+
+@dataclass(frozen=True)
+class RecordCheck:
+    """What a saved record is checked against before it is scored: the questions as they are now,
+    the ids of the papers searched, and the digests and settings of the profile as it is now."""
+
+    questions: dict[str, Question]
+    known_ids: frozenset[str]
+    digests: dict[str, str]  # collection_digest, questions_digest
+    settings: dict[str, dict]  # design -> the profile settings its results depend on
+
+    def check(self, path: Path, no: int, r: Result, design: str, run: int) -> None:
+        """A :class:`DataError` naming the file, line, qid and field of the first thing wrong."""
+        where = f"{path}: line {no}: qid {getattr(r, 'qid', '?')!r}"
+        for name, kind in FIELD_TYPES.items():
+            value = getattr(r, name)
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise DataError(f"{where}: field {name!r} should be {getattr(kind, '__name__', 'a number')}, "
+                                f"got {value!r:.80}")
+        if r.design != design:
+            raise DataError(f"{where}: field 'design' is {r.design!r} in a file of design {design!r}")
+        if r.run != run:
+            raise DataError(f"{where}: field 'run' is {r.run} in the file of run {run}")
+        if not all(isinstance(i, str) for i in r.ranked_ids):
+            raise DataError(f"{where}: field 'ranked_ids' should hold paper ids (strings)")
+        if len(set(r.ranked_ids)) != len(r.ranked_ids):
+            dup = next(i for n, i in enumerate(r.ranked_ids) if i in r.ranked_ids[:n])
+            raise DataError(f"{where}: field 'ranked_ids' names {dup!r} more than once")
+        unknown = [i for i in r.ranked_ids if i not in self.known_ids]
+        if unknown:
+            raise DataError(f"{where}: field 'ranked_ids' names {unknown[0]!r}, which is not in the collection searched")
+        q = self.questions.get(r.qid)
+        if q is None:
+            raise DataError(f"{where}: field 'qid': no such question in the question set as it is now")
+        for k, v in self.digests.items():
+            if r.provenance.get(k) != v:
+                raise DataError(f"{where}: field 'provenance.{k}' is {r.provenance.get(k)!r}, but the "
+                                f"{k.split('_')[0]} is now {v!r}: this result was computed on other "
+                                f"{'papers' if k.startswith('collection') else 'questions'}; run the design again")
+        for k, v in self.settings.get(design, {}).items():
+            if r.provenance.get(k) != v:
+                raise DataError(f"{where}: field 'provenance.{k}' is {r.provenance.get(k)!r}, but the profile "
+                                f"now says {v!r}; run the design again")
+        if r.inputs != inputs_key(design, run, q, r.provenance):
+            raise DataError(f"{where}: field 'inputs' does not match the question as it is now "
+                            f"({what_changed(r, q, r.provenance)}); run the design again")
+
+
+def read_checked(path: Path, design: str, check: RecordCheck | None = None) -> list[Result]:
+    """A run file's results, each checked (:class:`RecordCheck`) when a check is given, no qid twice."""
+    res = read_results(path)
+    check_unique(res, path)
+    if check is not None:
+        run = int(Path(path).stem[3:])
+        for no, r in enumerate(res, start=1):
+            check.check(path, no, r, design, run)
+    return res
+
+
 def check_unique(results: Sequence[Result], path: Path) -> None:
     seen: set[str] = set()
     for r in results:
@@ -62,7 +128,7 @@ def check_unique(results: Sequence[Result], path: Path) -> None:
 def what_changed(saved: Result, question: Question, provenance: dict) -> str:
     """In words: why a saved result does not match the inputs asked for now."""
     diffs = []
-    if saved.queries and saved.queries[0] != question.text:
+    if saved.queries and isinstance(saved.queries[0], str) and saved.queries[0] != question.text:
         diffs.append(f"question text ({saved.queries[0][:60]!r} -> {question.text[:60]!r})")
     old = saved.provenance or {}
     for k in sorted(set(old) | set(provenance)):

@@ -182,7 +182,7 @@ def test_first_turn_requests_are_the_designs_own():
     agent = AgentDesign(searcher, llm, TITLES, "anthropic", k=50)
     mq = MultiQueryDesign(searcher, llm, "anthropic")
     assert first_turn_requests(mq, QUESTIONS, [1, 2]) == [mq.request(q, r) for r in (1, 2) for q in QUESTIONS]
-    assert first_turn_requests(agent, QUESTIONS, 1) == [agent.request(q, [q.text], LISTS[q.text], 1) for q in QUESTIONS]
+    assert first_turn_requests(agent, QUESTIONS, 1) == [agent.request(q, [q.text], [LISTS[q.text]], 1) for q in QUESTIONS]
     assert searcher.calls == [q.text for q in QUESTIONS]  # the first dense search, once a question
     assert first_turn_requests(AgentDesign(searcher, llm, TITLES, "anthropic", max_searches=1), QUESTIONS, 1) == []
 

@@ -8,7 +8,7 @@ from lib.designs.dense import DenseDesign
 from lib.designs.multiquery import MultiQueryDesign, parse_rewrites
 from lib.runs import read_results, run_design, run_designs, write_trec
 from lib.search.fusion import rrf
-from lib.llm import LLMRequest, RecordedLLM, RecordStore, ReplayMiss
+from lib.llm import LLMRequest, RecordedLLM, RecordStore, ReplayMiss, prompts
 from tests.fakes import ListSearcher, ScriptedLLM
 
 TITLES = {i: f"Title {i}" for i in ["a", "b", "c", "d", "e", "f", "g", "h", "x1", "x2", "x3", "x4", "x5", "x6"]}
@@ -28,9 +28,11 @@ def test_agent_stops_after_first_search():
     assert r.searches == 1 and r.queries == [Q.text] and r.stop_reason == "stop"
     assert r.ranked_ids == ["a", "b", "c", "d", "e", "f"]  # one list: RRF keeps its order
     assert r.llm_calls == 1 and r.tokens_in == 100 and r.cost_usd == pytest.approx(0.001)
-    # the model saw the top-5 titles of the search
-    user = llm.requests[0].messages[-1][1]
-    assert "1. Title a" in user and "5. Title e" in user and "Title f" not in user
+    # the model saw the question and the search's top-5 titles in the article's layout
+    req = llm.requests[0]
+    assert req.messages[-1][1] == ('Question: how do agents search?\n\nSearch 1: "how do agents search?"\n'
+                                   "  - Title a\n  - Title b\n  - Title c\n  - Title d\n  - Title e")
+    assert req.system == prompts.AGENT_SYSTEM and req.max_tokens == 150 and len(req.messages) == 1
 
 
 def test_agent_searches_again_and_fuses():
@@ -39,7 +41,25 @@ def test_agent_searches_again_and_fuses():
     assert r.queries == [Q.text, "new query"] and r.searches == 2 and r.stop_reason == "stop"
     assert r.ranked_ids == [doc for doc, _ in rrf([["a", "b", "c", "d", "e", "f"], ["c", "g", "a"]], 60)]
     assert r.ranked_ids[:2] == ["a", "c"]
-    assert "1. Title c" in llm.requests[1].messages[-1][1]  # the second call sees the new list
+    # the second call sees every search so far: the first one's titles and the new one's
+    assert llm.requests[1].messages[-1][1] == (
+        'Question: how do agents search?\n\nSearch 1: "how do agents search?"\n'
+        "  - Title a\n  - Title b\n  - Title c\n  - Title d\n  - Title e\n\n"
+        'Search 2: "new query"\n  - Title c\n  - Title g\n  - Title a')
+
+
+def test_article_system_prompt_word_for_word():
+    article = ('You are a research assistant finding the single arXiv paper that answers a question. After each '
+               'search decide whether the results contain it. Reply with only JSON: {"decision": "stop"} or '
+               '{"decision": "search", "query": "<a new, different query>"}.')
+    assert prompts.AGENT_SYSTEM == article and prompts.AGENT_MAX_TOKENS == 150
+
+
+def test_agent_repeat_of_an_earlier_query_searches_again():
+    # the article ends the loop only on a query equal to the current one
+    d, llm, s = agent(['{"decision":"search","query":"new query"}', '{"decision":"search","query":"%s"}' % Q.text])
+    r = d.retrieve(Q)
+    assert r.queries == [Q.text, "new query", Q.text] and r.stop_reason == "cap"
 
 
 def test_agent_cap_of_three_searches():
@@ -54,7 +74,7 @@ def test_agent_cap_of_three_searches():
     ('{"decision": "search"}', "malformed: search without a query string"),
     ('{"decision": "maybe"}', "malformed: unknown decision 'maybe'"),
     ('{"decision":"search","query":"  "}', "empty query"),
-    ('{"decision":"search","query":"How do agents search?"}', "repeated query"),
+    ('{"decision":"search","query":" how do agents search? "}', "repeated query"),
 ])
 def test_agent_ends_on_bad_replies(reply, reason):
     d, llm, s = agent([reply])
@@ -92,7 +112,10 @@ def test_rrf_hand_computed():
     assert fused["d"] == pytest.approx(1 / 63)
     order = [d for d, _ in rrf([["a", "b", "c"], ["b", "c", "d"]], k=60)]
     assert order == ["b", "c", "a", "d"]
-    assert [d for d, _ in rrf([["y"], ["x"]])] == ["x", "y"]  # tie by id
+    # ties keep the order of first appearance (the article's stable sort), never the ids' order
+    assert [d for d, _ in rrf([["y"], ["x"]])] == ["y", "x"]
+    assert [d for d, _ in rrf([["z", "a"], ["a", "z"]])] == ["z", "a"]
+    assert [d for d, _ in rrf([["b"], ["c", "a"], ["a", "c"]])] == ["c", "a", "b"]
 
 
 def test_rrf_matches_ranx():

@@ -64,7 +64,8 @@ def test_weak_question_escalates_and_fuses_every_list():
     assert r.ranked_ids[:2] == ["a", "c"]  # c, found first by the sub-query, climbs from 3 to 2
     assert r.llm_calls == 2 and r.tokens_in == 200 and r.cost_usd == pytest.approx(0.002)
     # the agent saw the first pass's top 5, then the sub-query's list; kept in its own record
-    assert "1. Title a" in llm.requests[0].messages[-1][1] and "1. Title c" in llm.requests[1].messages[-1][1]
+    first_user, second_user = (req.messages[-1][1] for req in llm.requests)
+    assert "  - Title a" in first_user and 'Search 2: "sub one"\n  - Title c' in second_user
     assert {req.kind for req in llm.requests} == {"escalate"}
     assert r.details["llm_requests"] == [req.key()[:16] for req in llm.requests]
 

@@ -34,7 +34,7 @@ def test_fused_scores_standardise_and_weigh_each_signal():
     ids = ["a", "b", "c"]
     assert order_by_score(ids, fuse_scores(sig, {"dense": 1.0})) == ["a", "b", "c"]  # dense itself
     assert order_by_score(ids, fuse_scores(sig, {"bm25": 1.0})) == ["b", "c", "a"]
-    assert order_by_score(ids, fuse_scores(sig, {"dense": 1.0, "bm25": 2.0})) == ["b", "a", "c"]  # a, c tie: by id
+    assert order_by_score(ids, fuse_scores(sig, {"dense": 1.0, "bm25": 2.0})) == ["b", "a", "c"]  # a, c tie: the incoming order
     assert np.allclose(zscores([2.0, 2.0]), 0.0) and np.isclose(zscores([1.0, 3.0]).std(), 1.0)
     with pytest.raises(ValueError, match="unknown signal"):
         fuse_scores(sig, {"magic": 1.0})

@@ -1,6 +1,9 @@
-"""The article's agent: search, show the LLM the top-5 titles, let it stop or search again (at most
-``max_searches`` searches); all lists fused by RRF (k = 60). Every query it writes is kept.
-A reply that stops on a refusal or at max_tokens ends the search; the result's stop_reason names it."""
+"""The article's agent, as its code runs it: search with the question; after each search show the
+LLM the question and every search so far (each query with its top-5 titles) and let it stop or
+write a new query (at most ``max_searches`` searches); all lists fused by RRF (k = 60, ties by
+first appearance). The loop ends unless the reply is a search with a non-empty query that differs
+from the current one (the article's rule). Stops the article's code does not have are recorded as
+their own stop reasons: a refusal or a reply cut at max_tokens. Every query it writes is kept."""
 from __future__ import annotations
 
 import json
@@ -39,9 +42,11 @@ def parse_decision(text: str) -> tuple[str, str]:
 
 def next_query(use: LLMUse, reply: str, queries: list[str]) -> tuple[str | None, str]:
     """What one decision reply means for the search: (the new query, "") to search again, or
-    (None, why the search ends): a refusal or max_tokens, stop, a malformed reply, an empty or a
-    repeated query (the agent's and escalate's one reading of a reply)."""
-    if use.stop_reason in INCOMPLETE_STOPS:  # a refusal or a reply cut at max_tokens: stop, named
+    (None, why the search ends). The article's rule: stop, a malformed reply, a missing or empty
+    query, or a query equal to the current one (whitespace stripped) ends it; a repeat of an
+    earlier query does not. Added here, each its own reason: a refusal or a reply cut at max_tokens
+    (the agent's and escalate's one reading of a reply)."""
+    if use.stop_reason in INCOMPLETE_STOPS:
         return None, use.stop_reason
     decision, value = parse_decision(reply)
     if decision == "stop":
@@ -50,7 +55,7 @@ def next_query(use: LLMUse, reply: str, queries: list[str]) -> tuple[str | None,
         return None, f"malformed: {value}"
     if not value:
         return None, "empty query"
-    if value.strip().lower() in {q.strip().lower() for q in queries}:
+    if value == queries[-1].strip():
         return None, "repeated query"
     return value, ""
 
@@ -74,18 +79,32 @@ class AgentDesign:
         return cls(parts.searcher, parts.llm(), parts.titles(), parts.prompt_style(), k=p.dense_k, rrf_k=p.rrf_k,
                    max_searches=p.agent_max_searches, temperature=p.llm_temperature, provenance=provenance)
 
-    def request(self, question: Question, queries: list[str], top_ids: list[str], run: int,
+    def request(self, question: Question, queries: list[str], lists: list[list[str]], run: int,
                 kind: str = "agent") -> LLMRequest:
-        """The agent's prompt for the next decision (``kind`` names the record it is kept in)."""
-        titles = "\n".join(f"{i}. {self.titles[d]}" for i, d in enumerate(top_ids[:5], start=1))
-        user = prompts.AGENT_USER.format(question=question.text, queries=prompts.searches_so_far(queries),
-                                         titles=titles)
+        """The agent's prompt for the next decision: the question and every search so far (each
+        query with the titles of its list's top 5); ``kind`` names the record it is kept in."""
+        user = prompts.agent_user(question.text, [(q, [self.titles[d] for d in ids[:5]])
+                                                  for q, ids in zip(queries, lists)])
         if self.style == "local":
             msgs: tuple = tuple(m for u, a in prompts.AGENT_EXAMPLES for m in (("user", u), ("assistant", a)))
-            return LLMRequest(kind, prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),), 64, self.temperature,
-                              run, prompts.AGENT_GRAMMAR, label=question.qid)
-        return LLMRequest(kind, prompts.AGENT_ANTHROPIC_SYSTEM, (("user", prompts.agent_anthropic_user(user)),),
-                          100, self.temperature, run, label=question.qid)
+            return LLMRequest(kind, prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),),
+                              prompts.AGENT_LOCAL_MAX_TOKENS, self.temperature, run, prompts.AGENT_GRAMMAR,
+                              label=question.qid)
+        return LLMRequest(kind, prompts.AGENT_SYSTEM, (("user", user),), prompts.AGENT_MAX_TOKENS,
+                          self.temperature, run, label=question.qid)
+
+    @property
+    def follow_up_calls(self) -> int:
+        """Decisions a question may need after its first (for cost projection)."""
+        return max(0, self.max_searches - 2)
+
+    def first_requests(self, questions: list[Question], runs: list[int]) -> list[LLMRequest]:
+        """Every question's first decision (for batching and cost projection): it needs the top ids
+        of the first search, the question as written, as ``retrieve`` does."""
+        if self.max_searches < 2:  # the loop never asks the model
+            return []
+        top = {q.qid: [h.id for h in self.searcher.search(q.text, self.k)] for q in questions}
+        return [self.request(q, [q.text], [top[q.qid]], run) for run in runs for q in questions]
 
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
@@ -94,7 +113,7 @@ class AgentDesign:
         lists = [[h.id for h in self.searcher.search(question.text, self.k)]]
         reason = "cap"
         while len(queries) < self.max_searches:
-            value, why = next_query(use, use(self.request(question, queries, lists[-1], run)), queries)
+            value, why = next_query(use, use(self.request(question, queries, lists, run)), queries)
             if value is None:
                 reason = why
                 break

@@ -26,6 +26,18 @@ class AgentRerankDesign:
         return cls(AgentDesign.from_parts(parts, provenance), parts.reranker(), parts.texts(), parts.profile.rerank_k,
                    provenance)
 
+    @property
+    def llm(self):
+        return self.agent.llm
+
+    @property
+    def follow_up_calls(self) -> int:
+        return self.agent.follow_up_calls
+
+    def first_requests(self, questions: list[Question], runs: list[int]) -> list:
+        """The agent's first decisions (the same requests, so one recorded answer serves both)."""
+        return self.agent.first_requests(questions, runs)
+
     def retrieve(self, question: Question, run: int = 1) -> Result:
         res = self.agent.retrieve(question, run)
         start = time.perf_counter()

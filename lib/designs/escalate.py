@@ -87,6 +87,10 @@ class EscalateDesign:
     def llm(self):
         return self.agent.llm
 
+    @property
+    def follow_up_calls(self) -> int:
+        return self.bounds.max_llm_calls - 1
+
     def first_pass(self, question: Question) -> tuple[list[str], list[float], dict[str, float]]:
         """The hybrid + rerank answer, its fused scores and its confidence signals."""
         ids, scores = self.first.search(question.text)
@@ -100,7 +104,7 @@ class EscalateDesign:
         for q in questions:
             ids, _, sig = self.first_pass(q)
             if sig[self.signal] < self.threshold:
-                out += [self.agent.request(q, [q.text], ids, run, kind=self.record_kind) for run in runs]
+                out += [self.agent.request(q, [q.text], [ids], run, kind=self.record_kind) for run in runs]
         return out
 
     @classmethod
@@ -129,7 +133,7 @@ class EscalateDesign:
             details["llm_requests"] = []
             reason = "query cap"
             while len(queries) <= self.bounds.max_queries:
-                request = self.agent.request(question, queries, lists[-1], run, kind=self.record_kind)
+                request = self.agent.request(question, queries, lists, run, kind=self.record_kind)
                 why = self.bounds.stop_before(use, request, self.agent.llm.model, self.prices)
                 if why:
                     reason = why

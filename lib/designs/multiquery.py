@@ -56,6 +56,12 @@ class MultiQueryDesign:
         return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, (("user", user),), 200, self.temperature, run,
                           label=question.qid)
 
+    follow_up_calls = 0  # one rewrite call a question
+
+    def first_requests(self, questions: list[Question], runs: list[int]) -> list[LLMRequest]:
+        """Every question's rewrite request (for batching and cost projection)."""
+        return [self.request(q, run) for run in runs for q in questions]
+
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
         use = LLMUse(self.llm)

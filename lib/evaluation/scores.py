@@ -11,21 +11,22 @@ import numpy as np
 import pandas as pd
 
 from ..designs import BASELINE, design_names, llm_design_names
-from ..runs import check_unique, read_results, run_files
+from ..errors import DataError
+from ..runs import RecordCheck, read_checked, run_files
 from .metrics import paired_bootstrap, per_question
 
 METRICS = ("recall_at_5", "mrr_at_10")
 DESIGN_ORDER = tuple(design_names())
 
 
-def load_runs(results_dir: Path, designs=DESIGN_ORDER) -> list:
-    """Every saved result under ``results_dir/<design>/run<k>.jsonl``; a file with a qid twice is refused."""
+def load_runs(results_dir: Path, designs=DESIGN_ORDER, check: RecordCheck | None = None) -> list:
+    """Every saved result under ``results_dir/<design>/run<k>.jsonl``; a file with a qid twice is
+    refused, and with ``check`` every record is checked before it is counted (an error names the
+    file, line, qid and field)."""
     out = []
     for d in designs:
         for path in run_files(results_dir, d):
-            res = read_results(path)
-            check_unique(res, path)
-            out.extend(res)
+            out.extend(read_checked(path, d, check))
     return out
 
 
@@ -217,13 +218,19 @@ class Scored:
     results: list
 
 
-def load_scored(questions: list, results_dir: Path) -> Scored:
+def load_scored(questions: list, results_dir: Path, check: RecordCheck | None = None) -> Scored:
     """Saved runs under ``results_dir`` for these questions, restricted the one way every table of
-    the report uses."""
-    results = load_runs(results_dir)
+    the report uses. Runs saved without a complete baseline run are refused with what is missing."""
+    results = load_runs(results_dir, check=check)
     pq_all = per_question(results, {q.qid: q.source_id for q in questions})
     if pq_all.empty:
         return Scored(questions, pq_all, [], [], pq_all, [])
+    base = pq_all[pq_all.design == BASELINE].groupby("run")["qid"].nunique()
+    if not (base >= len(questions)).any():
+        have = int(base.max()) if len(base) else 0
+        raise DataError(f"{Path(results_dir) / BASELINE}: the baseline ({BASELINE}) has no complete run "
+                        f"({have} of {len(questions)} questions answered), so no design can be compared with it; "
+                        f"run it first: python scripts/run_designs.py <profile> {BASELINE}")
     partial = partial_runs(pq_all, len(questions))
     common = complete_questions(pq_all, [q.qid for q in questions])
     keep = set(common)

@@ -142,22 +142,12 @@ def run_batch(requests: Sequence[LLMRequest], llm: Any, *, poll_s: float = 60.0,
 
 
 def first_turn_requests(design: Any, questions: Sequence[Any], runs: int | Iterable[int]) -> list[LLMRequest]:
-    """The first LLM request a design makes for each question and run: multiquery's rewrite
-    request; the agent's first decision (it needs the top ids of its first dense search, the
-    question as written, as ``retrieve`` does); escalate's first decision for the questions it
-    escalates. Other designs make none."""
+    """The first LLM request a design makes for each question and run (its ``first_requests``:
+    multiquery's rewrite, the agent's and agent_rerank's first decision, escalate's for the
+    questions it escalates, the loop's first turn). Designs without one make none."""
     runs = [runs] if isinstance(runs, int) else list(runs)
-    name = getattr(design, "name", "")
-    if name == "multiquery":
-        return [design.request(q, run) for run in runs for q in questions]
-    if name == "agent":
-        if design.max_searches < 2:  # the loop never asks the model
-            return []
-        top = {q.qid: [h.id for h in design.searcher.search(q.text, design.k)] for q in questions}
-        return [design.request(q, [q.text], top[q.qid], run) for run in runs for q in questions]
-    if hasattr(design, "first_requests"):  # escalate: only the questions its signal escalates
-        return design.first_requests(questions, runs)
-    return []
+    first = getattr(design, "first_requests", None)
+    return list(first(list(questions), runs)) if first is not None else []
 
 
 def prefetch_first_turns(designs: Sequence[Any], questions: Sequence[Any], run: int | Iterable[int],

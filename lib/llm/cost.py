@@ -151,11 +151,10 @@ def check_budget(projection: Mapping[str, Any] | Iterable[Mapping[str, Any]], ma
 def project_designs(designs: Sequence[Any], questions: Sequence[Any], runs: int | Iterable[int],
                     prices: dict | None = None) -> dict[str, dict[str, Any]]:
     """Projected cost of running LLM designs on questions, per design: the first-turn requests
-    (:func:`lib.llm.batches.first_turn_requests`) not yet recorded, and for the agent up to
-    ``max_searches - 2`` further decisions per question (escalate: ``escalate_max_llm_calls - 1``),
-    each projected like its first (an upper bound on calls: the agent may stop sooner). Designs without an LLM are left out."""
-    from .batches import first_turn_requests
-
+    (each design's ``first_requests``) not yet recorded, and the design's ``follow_up_calls``
+    further calls per question (the agent: ``max_searches - 2``; escalate: ``escalate_max_llm_calls
+    - 1``), each projected like its first (an upper bound on calls: the agent may stop sooner).
+    Designs without an LLM are left out."""
     out: dict[str, dict[str, Any]] = {}
     for d in designs:
         if not getattr(d, "uses_llm", False):
@@ -168,10 +167,9 @@ def project_designs(designs: Sequence[Any], questions: Sequence[Any], runs: int 
                                "its step cap and token budget"}
             continue
         store = getattr(llm, "store", None)
-        proj = project_cost(first_turn_requests(d, questions, runs), llm.model, prices, recorded=store)
-        follow = max(0, int(getattr(d, "max_searches", 0)) - 2) if d.name == "agent" else 0
-        if d.name == "escalate":
-            follow = d.bounds.max_llm_calls - 1
+        runs_list = [runs] if isinstance(runs, int) else list(runs)
+        proj = project_cost(d.first_requests(list(questions), runs_list), llm.model, prices, recorded=store)
+        follow = int(getattr(d, "follow_up_calls", 0))
         if follow:
             for key in ("calls", "input_tokens", "output_tokens", "usd", "batch_usd"):
                 proj[key] = proj[key] * (1 + follow)

@@ -3,8 +3,7 @@ tool-calling loop's prompts, tools and grammar (beyond the article).
 
 The fixed instructions sit in the system prompt and the per-question parts in the user message,
 so a backend that reuses a processed prompt prefix (llama.cpp) pays for the instructions once.
-Every request ends with a user turn (the current Claude models take no assistant prefill); the
-Anthropic agent request asks for its JSON decision at the end of that user turn.
+Every request ends with a user turn (the current Claude models take no assistant prefill).
 The local 1.5B model also needed worked examples and a grammar to follow the instructions; every
 difference from the article's prompts is listed in ``PROMPT_DIFFERENCES``.
 """
@@ -27,46 +26,45 @@ line ::= [^\n]{8,120}
 '''
 
 # ---------------------------------------------------------------- agent
-# The article's agent instructions in two parts: the task (system prompt) and the JSON decision
-# asked for. The Anthropic requests ask for the decision at the end of the user turn (the current
-# models take no assistant prefill, so the reply format is asked for where the model answers);
-# AGENT_SYSTEM, the two joined, is the text the local variant is derived from, unchanged.
-AGENT_TASK = ("You are a research assistant searching a collection of arXiv paper abstracts for the one paper "
-              "that answers a question. You see the question, the searches made so far and the titles of the "
-              "top 5 results of the last search.")
-AGENT_DECISION = ('If one of these titles is the paper that answers the question, reply {"decision":"stop"}. '
-                  'Otherwise reply {"decision":"search","query":"<a new search query>"}. Reply with JSON only.')
-AGENT_SYSTEM = AGENT_TASK + " " + AGENT_DECISION
-AGENT_USER = "Question: {question}\nSearches so far: {queries}\nTop 5 titles from the last search:\n{titles}"
-AGENT_ANTHROPIC_SYSTEM = AGENT_TASK
+# The article's agent, as its code runs it (../shared/article_figures.md): the system prompt word
+# for word; the user turn holds the question and every search so far (each query and the titles
+# of its top 5), blocks separated by a blank line.
+AGENT_SYSTEM = ("You are a research assistant finding the single arXiv paper that answers a question. After each "
+                "search decide whether the results contain it. Reply with only JSON: {\"decision\": \"stop\"} or "
+                "{\"decision\": \"search\", \"query\": \"<a new, different query>\"}.")
+AGENT_MAX_TOKENS = 150  # the article's max_tokens for a decision
+AGENT_ANTHROPIC_SYSTEM = AGENT_SYSTEM
 
 
-def agent_anthropic_user(user: str) -> str:
-    """The Anthropic agent's user turn: the filled-in AGENT_USER, then the decision asked for."""
-    return user + "\n\n" + AGENT_DECISION
+def agent_user(question: str, searches: list[tuple[str, list[str]]]) -> str:
+    """The agent's user turn in the article's layout: ``Question: ...``, then one block per search so
+    far: ``Search i: "<query>"`` and its top-5 titles, each on its own line as ``  - <title>``."""
+    blocks = [f"Question: {question}"]
+    for i, (query, titles) in enumerate(searches, start=1):
+        blocks.append("\n".join([f'Search {i}: "{query}"'] + [f"  - {t}" for t in titles[:5]]))
+    return "\n\n".join(blocks)
 
 
-FIRST_SEARCH = "1 (the question as written)"
-
-# local variant: the reply first names the matching title number (0 = none), then the decision
+# local variant: the article's system prompt with the reply first naming the position (1-5) of the
+# matching title in the last search (0 = none), two worked examples and a grammar; the user turn
+# is the article's layout unchanged
 AGENT_LOCAL_SYSTEM = AGENT_SYSTEM.replace(
-    'reply {"decision":"stop"}. Otherwise reply {"decision":"search","query":"<a new search query>"}.',
-    'reply {"match": <its number>, "decision": "stop"}. Otherwise reply '
-    '{"match": 0, "decision": "search", "query": "<a new search query>"}.')
+    'Reply with only JSON: {"decision": "stop"} or {"decision": "search", "query": "<a new, different query>"}.',
+    'Reply with only JSON: {"match": <position 1-5 of that title in the last search>, "decision": "stop"} or '
+    '{"match": 0, "decision": "search", "query": "<a new, different query>"}.')
+AGENT_LOCAL_MAX_TOKENS = 64
 AGENT_EXAMPLES: tuple[tuple[str, str], ...] = (
-    (AGENT_USER.format(
-        question="Which paper trains a retriever for code search using only unit tests as the reward signal?",
-        queries=FIRST_SEARCH,
-        titles=("1. Test-Driven Reinforcement Learning for Code Retrieval Models\n"
-                "2. A Survey of Code Generation Benchmarks\n3. Unit Test Generation with Large Language Models\n"
-                "4. Contrastive Pretraining for Source Code Search\n5. Reward Hacking in Program Synthesis")),
+    (agent_user("Which paper trains a retriever for code search using only unit tests as the reward signal?",
+                [("Which paper trains a retriever for code search using only unit tests as the reward signal?",
+                  ["Test-Driven Reinforcement Learning for Code Retrieval Models",
+                   "A Survey of Code Generation Benchmarks", "Unit Test Generation with Large Language Models",
+                   "Contrastive Pretraining for Source Code Search", "Reward Hacking in Program Synthesis"])]),
      '{"match": 1, "decision": "stop"}'),
-    (AGENT_USER.format(
-        question="How can hospitals detect when a deployed diagnostic model starts failing because patient data shifts?",
-        queries=FIRST_SEARCH,
-        titles=("1. Federated Learning for Medical Imaging\n2. Privacy Risks of Clinical Language Models\n"
-                "3. A Benchmark for Radiology Report Generation\n4. Fairness Audits of Triage Algorithms\n"
-                "5. Synthetic Patient Records with Diffusion Models")),
+    (agent_user("How can hospitals detect when a deployed diagnostic model starts failing because patient data shifts?",
+                [("How can hospitals detect when a deployed diagnostic model starts failing because patient data shifts?",
+                  ["Federated Learning for Medical Imaging", "Privacy Risks of Clinical Language Models",
+                   "A Benchmark for Radiology Report Generation", "Fairness Audits of Triage Algorithms",
+                   "Synthetic Patient Records with Diffusion Models"])]),
      '{"match": 0, "decision": "search", "query": "monitoring dataset shift in deployed clinical prediction models"}'),
 )
 AGENT_GRAMMAR = r'''root ::= stop | search
@@ -76,9 +74,9 @@ qchar ::= [^"\\\n]
 '''
 
 PROMPT_DIFFERENCES = {
-    "anthropic": ("The article's instructions (lib/llm/prompts.py: REWRITE_SYSTEM; AGENT_TASK as the system prompt "
-                  "and AGENT_DECISION, the JSON reply asked for, at the end of the user turn), no examples, no grammar, "
-                  "no assistant prefill: every request ends with a user turn. Tool-calling loop (not in the article): "
+    "anthropic": ("The article's instructions (lib/llm/prompts.py: REWRITE_SYSTEM; the agent's AGENT_SYSTEM word for "
+                  "word, max_tokens 150, the user turn holding the question and every search so far in the article's "
+                  "layout), no examples, no grammar, no assistant prefill: every request ends with a user turn. Tool-calling loop (not in the article): "
                   "native tool use with the search and read tools, one call a turn, the answer in text ending with a "
                   "'Cited:' line."),
     "local": ("Multiquery: one worked example (question -> 3 lines) before the question; output constrained by a "
@@ -89,11 +87,6 @@ PROMPT_DIFFERENCES = {
               "(search, read, answer), one JSON call a turn under a grammar that lets it read or cite only papers "
               "its searches showed, its answer a third call."),
 }
-
-
-def searches_so_far(queries: list[str]) -> str:
-    """The searches made so far, as the agent sees them."""
-    return "; ".join([FIRST_SEARCH] + [f'{i}. "{q}"' for i, q in enumerate(queries[1:], start=2)])
 
 
 # ---------------------------------------------------------------- the tool-calling loop
