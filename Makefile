@@ -9,6 +9,9 @@ KERNEL := agentic-rag-evidence
 NOTEBOOKS := $(shell cut -f1 notebooks/index.tsv)
 NB ?= 01
 PARAMS ?=
+# EXTEND=1: the one switch that lets a notebook add new results to the shipped study (results/, data/llm_records/);
+# without it a run that would add to them is refused, and a run number beyond n_runs gets its own folder
+ALLPARAMS := $(PARAMS) $(if $(filter 1,$(EXTEND)),-p extend_shipped true)
 export PYTHONPATH := $(CURDIR)
 export HF_HUB_OFFLINE := $(if $(filter article,$(PROFILE)),0,1)
 export TOKENIZERS_PARALLELISM := false
@@ -31,21 +34,32 @@ $(VENV)/.setup-done: requirements.txt
 sync: setup
 	$(BIN)/jupytext --sync --quiet notebooks/*.py
 
+# each notebook runs into build/failed/<report folder>/ (FAILED_DIR=... to change) and is moved into the report
+# folder only when its run completes; only those are rendered. A notebook that fails stops the run: its
+# executed notebook stays in build/failed/ (git-ignored), its error and path are printed, no page is written
+# from it (the shipped page stays as it was) and the command exits non-zero
 report: setup sync
-	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(PARAMS)) || exit 2; \
-	mkdir -p $$out; set -e; for nb in $(NOTEBOOKS); do \
+	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
+	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; mkdir -p $$out $$fail || exit 1; ok=(); bad=(); \
+	for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb"; \
-	  $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS); \
+	  if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f profiles/$(PROFILE).yaml $(ALLPARAMS); \
+	  then mv -f $$fail/$$nb.ipynb $$out/$$nb.ipynb || exit 1; ok+=($$nb); \
+	  else bad+=($$fail/$$nb.ipynb); break; fi; \
 	done; \
-	$(BIN)/python scripts/build_report.py $(PROFILE) $(PARAMS)
+	$(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --completed "$${ok[@]}" --failed "$${bad[@]}"
 
 # rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 3"
-# (a run whose parameters change results writes into its own folder under results/, never over report/)
+# (a run whose parameters change results writes into its own folder under results/, never over report/;
+# a run that fails renders nothing: its executed notebook stays in build/failed/, as for `make report`)
 notebook: setup sync
-	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(PARAMS)) || exit 2; \
-	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); mkdir -p $$out; \
-	$(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$out/$$nb.ipynb -f profiles/$(PROFILE).yaml $(PARAMS) && \
-	$(BIN)/python scripts/build_report.py $(PROFILE) $(PARAMS) && echo "$$out/$$nb.html"
+	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
+	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); \
+	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; mkdir -p $$out $$fail || exit 1; \
+	if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f profiles/$(PROFILE).yaml $(ALLPARAMS); \
+	then mv -f $$fail/$$nb.ipynb $$out/$$nb.ipynb || exit 1; \
+	  $(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --completed $$nb && echo "$$out/$$nb.html"; \
+	else $(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --failed $$fail/$$nb.ipynb; exit 1; fi
 
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
@@ -83,8 +97,10 @@ snapshot-embeddings: setup
 escalation: setup
 	$(BIN)/python scripts/select_escalation.py
 
+# speed of the heavy steps, printed and written to build/bench.json; `make bench ARGS=--save` (or SAVE=1)
+# writes the committed results/bench.json instead, which the report's speed table shows
 bench: setup
-	$(BIN)/python scripts/bench.py $(ARGS)
+	$(BIN)/python scripts/bench.py $(if $(filter 1,$(SAVE)),--save) $(ARGS)
 
 # write the expected scores from the current saved results (after a deliberate change)
 expected: setup

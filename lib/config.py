@@ -3,9 +3,12 @@ by a typed settings model before any work; overrides (papermill ``-p``, keyword 
 validated the same way, and a run with overrides keeps its outputs apart from the shipped ones."""
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import re
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -19,15 +22,29 @@ ROOT = Path(__file__).resolve().parent.parent
 PROFILE_DIR = ROOT / "profiles"
 DEFAULT_PROFILE = "offline"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_SETTINGS = ("window_start", "window_end", "pool_before", "filter_first_seen", "prices_read_on")
 # overrides that change no saved result (or, for question_form, that name a condition with its own
 # folder): they may write into the profile's results
 SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "collection_scope", "llm_batch",
-                    "max_cost_usd")
+                    "max_cost_usd", "extend_shipped")
+# the profiles whose results, records and caches are committed: the shipped study, extended only on purpose
+SHIPPED_PROFILES = ("offline", "dev", "pilot")
+# the settings that change which papers are drawn: a run that overrides one draws into its own folder
+DRAW_SETTINGS = ("collection_source", "snapshot_path", "categories", "window_start", "window_end", "pool_before",
+                 "pool_exclude", "n_sources", "n_papers", "n_lookalikes", "source_ids", "seed")
 # the article's condition: full questions, one source each, the drawn collection
 DEFAULT_CONDITION = {"question_form": "full", "question_set": "single", "collection_scope": "default"}
 # environment variables the command-line scripts read as overrides (the condition and the backend)
 ENV_OVERRIDES = {"LLM_BACKEND": "llm_backend", "QUESTION_FORM": "question_form", "QUESTION_SET": "question_set",
                  "COLLECTION_SCOPE": "collection_scope"}
+
+
+def _is_date(value) -> bool:
+    """True for a real calendar date written YYYY-MM-DD."""
+    try:
+        return bool(_DATE.match(str(value))) and bool(datetime.date.fromisoformat(str(value)))
+    except ValueError:
+        return False
 
 
 class Settings(BaseModel):
@@ -110,18 +127,20 @@ class Settings(BaseModel):
                                           description="the date lib/llm/prices.json was read (YYYY-MM-DD)")
     llm_batch: bool = Field(default=False, description="send first-turn requests as one Message Batch (half price)")
     max_cost_usd: Optional[float] = Field(default=None, gt=0, description="stop before a run projected to cost more")
+    extend_shipped: bool = Field(default=False, description="add new results to the shipped study's folders "
+                                 "(make ... EXTEND=1); off: a run that would add to them is refused")
 
     @field_validator("window_start", "window_end", "pool_before")
     @classmethod
     def _date(cls, v):
-        if v is not None and not _DATE.match(str(v)):
+        if v is not None and not _is_date(v):
             raise ValueError(f"should be a date YYYY-MM-DD, got {v!r}")
         return v
 
     @field_validator("filter_first_seen")
     @classmethod
     def _range(cls, v):
-        if v is not None and (not all(_DATE.match(str(d)) for d in v) or v[0] > v[1]):
+        if v is not None and (not all(_is_date(d) for d in v) or v[0] > v[1]):
             raise ValueError(f"should be [from, to] dates YYYY-MM-DD with from <= to, got {v!r}")
         return v
 
@@ -142,8 +161,144 @@ def _explain(error: ValidationError, where: str) -> ProfileError:
         elif e["type"] == "missing":
             lines.append(f"{where}: setting {key!r} is missing")
         else:
-            lines.append(f"{where}: setting {key!r}: {e['msg']} (got {e.get('input')!r})")
+            top = str(e["loc"][0]) if e["loc"] else ""
+            shaped = top in Settings.model_fields and typing.get_origin(_unwrap(Settings.model_fields[top].annotation)[0])
+            hint = f"; expected {_form(top)}" if shaped in (list, dict) else ""
+            lines.append(f"{where}: setting {key!r}: {e['msg']} (got {e.get('input')!r}){hint}")
     return ProfileError("\n".join(lines))
+
+
+_TIMESTAMP, _NULL = "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:null"
+
+
+class DuplicateKey(yaml.constructor.ConstructorError):
+    """A YAML mapping that names one key twice."""
+
+    def __init__(self, key, line: int, first: int):
+        super().__init__(problem=f"duplicate key {key!r} on line {line} (first on line {first})")
+        self.key, self.line, self.first = key, line, first
+
+
+def _check_unique(keys) -> None:
+    """Raise DuplicateKey for the first key given twice in ``keys`` (key, key node) pairs."""
+    seen: dict[Any, int] = {}
+    for key, node in keys:
+        try:
+            if key in seen:
+                raise DuplicateKey(key, node.start_mark.line + 1, seen[key])
+            seen[key] = node.start_mark.line + 1
+        except TypeError:  # an unhashable key: the constructor reports it
+            continue
+
+
+class ProfileLoader(yaml.SafeLoader):
+    """Safe YAML as papermill reads ``-f`` files (dates kept as their text), refusing a duplicate key."""
+
+    yaml_implicit_resolvers = {k: [r for r in v if r[0] != _TIMESTAMP]
+                               for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            _check_unique([(self.construct_object(k, deep=True), k) for k, _ in node.value])
+        return super().construct_mapping(node, deep=deep)
+
+
+class _Mismatch(Exception):
+    """A parameter's YAML has the wrong shape for its setting."""
+
+
+def _unwrap(annotation) -> tuple[Any, bool]:
+    """The type without Optional, and whether None is allowed."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        rest = [a for a in args if a is not type(None)]
+        return (rest[0] if len(rest) == 1 else annotation), len(rest) < len(args)
+    return annotation, False
+
+
+def _is_text(annotation) -> bool:
+    """True for str, Optional[str] and a Literal of strings (optionally Optional)."""
+    t, _ = _unwrap(annotation)
+    if typing.get_origin(t) is Literal:
+        return all(isinstance(a, str) for a in typing.get_args(t))
+    return t is str
+
+
+def _example(annotation, date: bool) -> str:
+    t, _ = _unwrap(annotation)
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is list:
+        return "[2026-07-01, 2026-08-22]" if date else f"[{_example(args[0], date)}, {_example(args[0], date)}]"
+    if origin is dict:
+        keys = typing.get_args(args[0]) if typing.get_origin(args[0]) is Literal else ("key1", "key2")
+        return "{" + ", ".join(f"{k}: {_example(args[1], date)}" for k in keys[:3]) + "}"
+    if origin is Literal:
+        return " | ".join(str(a) for a in args)
+    return {bool: "true", int: "1", float: "1.0"}.get(t, "2026-07-01" if date else "text")
+
+
+def _form(name: str) -> str:
+    """The form a setting's parameter takes, derived from its type, e.g. 'a list like [text, text]'."""
+    annotation = Settings.model_fields[name].annotation
+    t, optional = _unwrap(annotation)
+    origin = typing.get_origin(t)
+    kind = ("a mapping" if origin is dict else "a list" if origin is list else "true or false" if t is bool
+            else "an integer" if t is int else "a number" if t is float else "a value")
+    text = kind if t is bool else f"{kind} like {_example(t, name in _DATE_SETTINGS)}"
+    return text + (" or null" if optional else "")
+
+
+def _quoted(name: str) -> str:
+    """How a list or mapping parameter is written on the command line (one quoted word)."""
+    t, _ = _unwrap(Settings.model_fields[name].annotation)
+    return f" (quote it as one word: -p {name} '...')" if typing.get_origin(t) in (list, dict) else ""
+
+
+def _construct(loader: ProfileLoader, node, annotation) -> Any:
+    """A YAML node as the type reads it: scalars in string-typed places kept as their text."""
+    t, optional = _unwrap(annotation)
+    if optional and isinstance(node, yaml.ScalarNode) and node.tag == _NULL:
+        return None
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if _is_text(t):
+        if not isinstance(node, yaml.ScalarNode):
+            raise _Mismatch()
+        return node.value
+    if origin is list:
+        if not isinstance(node, yaml.SequenceNode):
+            raise _Mismatch()
+        return [_construct(loader, item, args[0]) for item in node.value]
+    if origin is dict:
+        if not isinstance(node, yaml.MappingNode):
+            raise _Mismatch()
+        pairs = [(_construct(loader, k, args[0]), k, v) for k, v in node.value]
+        _check_unique([(key, k) for key, k, _ in pairs])
+        return {key: _construct(loader, v, args[1]) for key, _, v in pairs}
+    if not isinstance(node, yaml.ScalarNode) or node.tag == _NULL:  # {dense:1.0} reads as {"dense:1.0": null}
+        raise _Mismatch()
+    return loader.construct_object(node, deep=True)
+
+
+def parameter_value(name: str, value: Any) -> Any:
+    """A parameter's value as the setting ``name`` reads it: text kept as given for a string-typed
+    setting, else read as YAML (dates kept as their text; null: None); a value that is no text is
+    returned as it is. A malformed value is a ProfileError naming the parameter and the expected form."""
+    info = Settings.model_fields.get(name)
+    if not isinstance(value, str) or info is None or _is_text(info.annotation):
+        return value
+    loader = None
+    try:
+        loader = ProfileLoader(value)
+        node = loader.get_single_node()
+        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL):
+            return None
+        return _construct(loader, node, info.annotation)
+    except (yaml.YAMLError, _Mismatch) as exc:
+        why = f"; duplicate key {exc.key!r}" if isinstance(exc, DuplicateKey) else ""
+        raise ProfileError(f"parameter {name!r}: expected {_form(name)}, got {value!r}{why}{_quoted(name)}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 @dataclass
@@ -167,7 +322,24 @@ class Profile:
 
     @property
     def data_dir(self) -> Path:
+        """The collection's folder: the profile's, or, for a run that draws other papers (an override
+        of a draw setting), a ``data`` folder in its own results folder, so the shipped collection
+        and its caches are never rewritten (``data_dir`` given: that folder)."""
+        if "data_dir" not in self.overrides and any(k in self.overrides for k in DRAW_SETTINGS):
+            return self.results_dir / "data"
         return ROOT / self.settings["data_dir"]
+
+    @property
+    def own_dir(self) -> Path | None:
+        """Where a study that is not the shipped one (overrides that change results) keeps what it
+        writes besides its results: its caches and its model records; None for the shipped study."""
+        return self.results_dir if self.own_overrides() else None
+
+    @property
+    def extends_shipped(self) -> bool:
+        """Whether new results may be added to this profile's folder: always for a study of its own
+        (a variant, the article profile); for the shipped study only with ``extend_shipped``."""
+        return bool(self.own_overrides()) or self.name not in SHIPPED_PROFILES or bool(self.settings.get("extend_shipped"))
 
     @property
     def shipped(self) -> bool:
@@ -177,7 +349,16 @@ class Profile:
                 and all(self.settings[k] == v for k, v in DEFAULT_CONDITION.items()))
 
     def own_overrides(self) -> dict[str, Any]:
+        """The overrides that change results (a run number beyond the profile's runs counts as one)."""
         return {k: v for k, v in self.overrides.items() if k not in SHARED_OVERRIDES}
+
+    def with_runs(self, runs: Any) -> "Profile":
+        """The profile for a notebook's ``runs``: run numbers beyond ``n_runs`` are a study of their
+        own (its own folder), unless the shipped study is extended on purpose (``extend_shipped``)."""
+        parsed = parse_runs(runs)
+        if parsed and max(parsed) > self.settings["n_runs"] and not self.settings.get("extend_shipped"):
+            self.overrides = {**self.overrides, "runs": parsed}
+        return self
 
     @property
     def results_dir(self) -> Path:
@@ -218,7 +399,10 @@ def shown_path(path: Path) -> str:
 def parse_runs(runs: Any) -> list[int] | None:
     """The ``runs`` parameter: None, a run number, or a list of them (papermill may pass "[2, 3]" as text)."""
     if isinstance(runs, str):
-        runs = yaml.safe_load(runs)
+        try:
+            runs = yaml.safe_load(runs)
+        except yaml.YAMLError:
+            raise ProfileError(f"parameter 'runs': expected a run number >= 1 or a list of them, got {runs!r}") from None
     if runs is None:
         return None
     items = [runs] if isinstance(runs, int) and not isinstance(runs, bool) else runs
@@ -242,7 +426,9 @@ def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
     path = profile_file(name)
     where = f"profiles/{path.name}"
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=ProfileLoader)
+    except DuplicateKey as exc:
+        raise ProfileError(f"{where}: {exc.problem}; give each setting once") from None
     except yaml.YAMLError as exc:
         raise ProfileError(f"{where}: not valid YAML ({exc})") from exc
     if not isinstance(raw, dict):
@@ -259,7 +445,8 @@ def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
     try:
         settings = Settings(**{**raw, **given}).model_dump()
     except ValidationError as exc:
-        raise _explain(exc, f"{where} with parameters {given}") from None
+        shown = {k: v for k, v in given.items() if k not in raw or raw[k] != v}  # not the file's own values
+        raise _explain(exc, f"{where} with parameters {shown}") from None
     changed = {k: settings[k] for k in given if settings[k] != base[k]}
     return Profile(name=name, settings=settings, overrides=changed)
 
@@ -283,8 +470,8 @@ NOTEBOOK_PARAMETERS = ("runs",)
 def notebook_profile(namespace: dict[str, Any]) -> Profile:
     """The profile a notebook runs with: ``profile`` from its parameters, and every setting that
     papermill injected (``-f profiles/<name>.yaml`` or ``-p key value``) or that the parameters cell
-    sets to something other than None, as an override. A plain value in the namespace that is no
-    setting (a misspelt ``-p`` name) is an error naming it."""
+    sets to something other than None, as an override (text read by :func:`parameter_value`). A plain
+    value in the namespace that is no setting (a misspelt ``-p`` name) is an error naming it."""
     name = namespace.get("profile", DEFAULT_PROFILE)
     known = set(Settings.model_fields) | set(NOTEBOOK_PARAMETERS)
     unknown = sorted(k for k, v in namespace.items()
@@ -293,9 +480,9 @@ def notebook_profile(namespace: dict[str, Any]) -> Profile:
     if unknown:
         raise ProfileError(f"unknown parameter(s) {unknown}: not a setting of profile {name!r}; "
                            f"known settings: {', '.join(Settings.model_fields)}")
-    overrides = {k: namespace[k] for k in Settings.model_fields if k != "profile" and namespace.get(k) is not None}
-    parse_runs(namespace.get("runs"))
-    profile = load_profile(name, **overrides)
+    values = {k: parameter_value(k, namespace[k]) for k in Settings.model_fields if k != "profile" and k in namespace}
+    overrides = {k: v for k, v in values.items() if v is not None}
+    profile = load_profile(name, **overrides).with_runs(namespace.get("runs"))
     from .preflight import preflight
 
     preflight(profile)
@@ -303,17 +490,24 @@ def notebook_profile(namespace: dict[str, Any]) -> Profile:
 
 
 def profile_from_args(args: list[str]) -> Profile:
-    """A profile from command-line words as the Makefile passes them: ``PROFILE [-p NAME VALUE ...]``
-    (values read as papermill reads them); notebook-only parameters such as ``runs`` are skipped."""
+    """A profile from command-line words as the Makefile passes them: ``PROFILE [-p NAME VALUE ...]``,
+    each value as the notebook receives it (papermill's own ``_resolve_type``, then :func:`parameter_value`);
+    notebook-only parameters such as ``runs`` are checked, not applied."""
+    from papermill.cli import _resolve_type
+
     name, rest = (args[0] if args else DEFAULT_PROFILE), list(args[1:])
-    overrides = {}
+    overrides, runs = {}, None
     while rest:
         flag, *rest = rest
         if flag not in ("-p", "--parameters") or len(rest) < 2:
             raise ProfileError(f"PARAMS: expected '-p NAME VALUE' pairs, got {' '.join([flag] + rest)!r}")
         key, value, *rest = rest
+        if key == "profile":
+            raise ProfileError(f"parameter 'profile': choose the profile with PROFILE=name, not -p profile "
+                               f"(make notebook NB=.. PROFILE={value})")
+        injected = _resolve_type(value)
         if key == "runs":
-            parse_runs(value)
+            runs = parse_runs(injected)
         elif key not in NOTEBOOK_PARAMETERS:
-            overrides[key] = yaml.safe_load(value)
-    return load_profile(name, **overrides)
+            overrides[key] = parameter_value(key, injected)
+    return load_profile(name, **overrides).with_runs(runs)

@@ -20,6 +20,45 @@ def digest(obj: Any, n: int = 16) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
 
 
+def content_digest(path: Path) -> str:
+    """sha256 of a file's bytes, or of a folder's files (names and bytes, sorted; the digest file
+    itself left out)."""
+    import hashlib
+
+    path = Path(path)
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != DIGEST_FILE) if path.is_dir() else [path]
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\x00")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+DIGEST_FILE = "content.sha256"
+
+
+def digest_path(path: Path) -> Path:
+    """Where a cache's content digest is kept: inside a folder, beside a file."""
+    path = Path(path)
+    return path / DIGEST_FILE if path.is_dir() else path.with_name(path.name + ".sha256")
+
+
+def seal(path: Path) -> None:
+    """Record a cache's content digest (after writing it)."""
+    write_text(digest_path(path), content_digest(path) + "\n")
+
+
+def verified(path: Path) -> bool:
+    """Whether a cache's content matches the digest recorded when it was written (no digest: False)."""
+    d = digest_path(path)
+    try:
+        return d.read_text().strip() == content_digest(path)
+    except OSError:
+        return False
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
     """Write a file atomically: a temporary file beside it, renamed into place (never half-written)."""
     path = Path(path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import Profile, parse_runs
+from .config import ROOT, Profile, parse_runs
 from .data.collection import read_collection
 from .data.papers import paper_text
 from .data.questions import read_questions, read_twopart_questions
@@ -50,6 +50,10 @@ def questions_path(profile: Profile) -> Path:
         if not profile.user_questions_path:
             raise DataError(f"profiles/{profile.name}.yaml: questions_source 'user' needs user_questions_path")
         return profile.path("user_questions_path")
+    if profile.questions_source == "generate":
+        from .data.question_gen import generated_questions_path
+
+        return generated_questions_path(profile)
     return profile.path("questions_path")
 
 
@@ -111,8 +115,21 @@ def results_dir(profile: Profile) -> Path:
 
 
 # --------------------------------------------------------------------------- parts and designs
+SHIPPED_CACHE = ROOT / "data" / "cache"
+
+
+def cache_dirs(profile: Profile, kind: str) -> tuple[Path, tuple[Path, ...]]:
+    """A cache's folder for this profile and the shipped folders it may read but never writes
+    (``kind``: embeddings, bm25, rerank)."""
+    own = profile.own_dir
+    if own is None:
+        return SHIPPED_CACHE / kind, ()
+    return own / "cache" / kind, (SHIPPED_CACHE / kind,)
+
+
 def embedder(profile: Profile) -> Embedder:
-    return Embedder(profile.embedder, profile.embedder_backend)
+    folder, base = cache_dirs(profile, "embeddings")
+    return Embedder(profile.embedder, profile.embedder_backend, cache_dir=folder, base_dirs=base)
 
 
 def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool = True) -> DenseSearcher:
@@ -175,7 +192,9 @@ class ProfileParts:
             from .llm.anthropic_backend import profile_backend_kwargs
 
             settings = profile_backend_kwargs(p, "llm")
-        return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend, **settings)
+        own = p.own_dir
+        return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend,
+                        records_root=None if own is None else own / "llm_records", **settings)
 
     def llm(self):
         return self._llm
@@ -193,19 +212,23 @@ class ProfileParts:
         from .search.rerank import CrossEncoderScorer
 
         p = self.profile
-        return CrossEncoderScorer(p.reranker, p.reranker_backend, max_length=p.reranker_max_length, int8=p.reranker_int8)
+        folder, base = cache_dirs(p, "rerank")
+        return CrossEncoderScorer(p.reranker, p.reranker_backend, cache_dir=folder, max_length=p.reranker_max_length,
+                                  int8=p.reranker_int8, base_dirs=base)
 
     def scorer(self):
         return self._scorer
 
     @cached_property
     def bm25(self):
-        from .search.bm25 import CACHE_DIR, BM25Index
+        from .search.bm25 import BM25Index
         from .search.snapshot import BM25_DIR
 
         # the whole snapshot's index is a local cache, not shipped with the drawn collections' ones
-        cache = BM25_DIR if self.profile.collection_scope == "snapshot" else CACHE_DIR
-        return BM25Index.build(self.papers, cache_dir=cache).restrict(self.allowed)
+        folder, base = cache_dirs(self.profile, "bm25")
+        if self.profile.collection_scope == "snapshot":
+            folder, base = BM25_DIR, ()
+        return BM25Index.build(self.papers, cache_dir=folder, base_dirs=base).restrict(self.allowed)
 
     def reranker(self):
         """The rerank step: the cross-encoder's score fused with the dense and BM25 scores by the
@@ -289,7 +312,8 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     misses = []
     for k in runs:
         try:
-            res = run_designs(designs, qs, k, rdir, progress=progress, before_each=parts.forget_queries)
+            res = run_designs(designs, qs, k, rdir, progress=progress, before_each=parts.forget_queries,
+                              refuse_new=None if profile.extends_shipped else "the shipped study")
         except ReplayMiss as exc:
             if not replay:
                 raise
@@ -310,9 +334,11 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     return out
 
 
-def paid_preflight(profile: Profile, designs: list, questions: list[Question], runs: list[int]) -> None:
+def paid_preflight(profile: Profile, designs: list, questions: list[Question], runs: list[int],
+                   **batch_options) -> None:
     """Before any paid call: print the projected calls, tokens and cost of what is about to run,
-    stop if it exceeds ``max_cost_usd``, and with ``llm_batch`` send the first turns as one batch."""
+    stop if it exceeds ``max_cost_usd``, and with ``llm_batch`` send the first turns as one batch
+    (``batch_options``, e.g. ``poll_s``, go to :func:`lib.llm.batches.run_batch`)."""
     from .llm.cost import check_budget, project_designs
 
     projection = project_designs(designs, questions, runs)
@@ -323,7 +349,8 @@ def paid_preflight(profile: Profile, designs: list, questions: list[Question], r
     if profile.llm_batch:
         from .llm.batches import prefetch_first_turns
 
-        prefetch_first_turns(designs, questions, runs, max_cost_usd=profile.max_cost_usd, log=print)
+        prefetch_first_turns(designs, questions, runs, **{"max_cost_usd": profile.max_cost_usd, "log": print,
+                                                          **batch_options})
 
 
 # --------------------------------------------------------------------------- reading saved runs

@@ -1,8 +1,10 @@
 """Before any work: the live parts a profile names (the Anthropic API key, the Hugging Face Hub,
-the arXiv API) are checked, so a profile that cannot run stops within seconds with a clear
-message, never after embedding a collection, and never falling back to the offline parts."""
+the arXiv API) and the local model of llm_backend 'local' are checked, so a profile that cannot
+run stops within seconds with a clear message, never after embedding a collection, and never
+falling back to the offline parts."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import time
@@ -39,10 +41,29 @@ def needs(profile) -> list[str]:
     return out
 
 
-def preflight(profile, check=reachable) -> list[str]:
-    """Check every live part the profile needs; raise one ProfileError listing all that are missing."""
+def local_model_missing(find_spec=importlib.util.find_spec, model_file=None) -> str | None:
+    """None when llama-cpp-python is importable and the joined model file exists; else what is missing
+    (llama_cpp is looked up, not imported)."""
+    from .config import shown_path
+    from .llm.local_backend import LOCAL_MODEL_FILE
+
+    model_file = LOCAL_MODEL_FILE if model_file is None else model_file
+    missing = []
+    if find_spec("llama_cpp") is None:
+        missing.append("llama-cpp-python (module llama_cpp) is not installed")
+    if not model_file.exists():
+        missing.append(f"the model file {shown_path(model_file)} is not there")
+    return " and ".join(missing) or None
+
+
+def preflight(profile, check=reachable, local=None) -> list[str]:
+    """Check every live part the profile needs, and the local model for llm_backend 'local'
+    (``local``: a check returning what is missing, default :func:`local_model_missing`);
+    raise one ProfileError listing all that are missing."""
     problems = []
     start = time.monotonic()
+    if profile.settings["llm_backend"] == "local" and (why := (local or local_model_missing)()):
+        problems.append(f"llm_backend 'local' needs the local model, but {why}: run `make local-llm` first")
     want = needs(profile)
     if "anthropic" in want and not os.environ.get("ANTHROPIC_API_KEY"):
         problems.append("ANTHROPIC_API_KEY is not set (the Anthropic API needs a key)")

@@ -27,6 +27,10 @@ class StaleResults(DataError):
     """Saved results were produced from other inputs than the ones asked for now."""
 
 
+class ReadOnlyResults(DataError):
+    """A run would add results to a folder that may not grow (the shipped study, without the switch)."""
+
+
 def run_path(results_dir: Path, design: str, run: int) -> Path:
     return Path(results_dir) / design / f"run{run}.jsonl"
 
@@ -138,13 +142,16 @@ def what_changed(saved: Result, question: Question, provenance: dict) -> str:
 
 
 def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: int, results_dir: Path,
-                progress: bool = True, before_each: Callable[[], None] | None = None) -> dict[str, list[Result]]:
+                progress: bool = True, before_each: Callable[[], None] | None = None,
+                refuse_new: str | None = None) -> dict[str, list[Result]]:
     """Answer, question by question, every question a design has not saved yet for this run
     (several designs interleaved, so partial runs cover the same questions), appending to
     ``<results>/<design>/run<run>.jsonl``. A killed run resumes with nothing lost or repeated.
 
     ``before_each`` is called before every answer (the runner passes the searcher's
     ``forget_queries``, so each design's latency includes embedding its own queries).
+    ``refuse_new`` (why the folder may not grow): a run that would add a result is refused
+    (:class:`ReadOnlyResults`) before any is computed.
 
     Refuses (:class:`StaleResults`) when a saved result for one of these questions was computed
     from other inputs, and (:class:`lib.io.LockedError`) when another process writes the file.
@@ -177,6 +184,12 @@ def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: i
             done[d.name] = {r.qid: r for r in saved}
             appenders[d.name] = stack.enter_context(Appender(path))
         todo = [q for q in questions if any(q.qid not in done[d.name] for d in designs)]
+        if todo and refuse_new:
+            missing = [d.name for d in designs if any(q.qid not in done[d.name] for q in todo)]
+            raise ReadOnlyResults(f"{results_dir}: run {run} of {', '.join(missing)} would add {len(todo)} result(s) "
+                                  f"to {refuse_new}. To keep them apart, give another folder (-p results_dir <folder>); "
+                                  "to extend the shipped study on purpose: EXTEND=1 (make notebook ... EXTEND=1), "
+                                  "or scripts/run_designs.py")
         label = "+".join(d.name for d in designs)
         try:
             for q in tqdm(todo, desc=f"{label} run {run}", unit="q", disable=not progress or not todo):

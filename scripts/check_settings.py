@@ -1,8 +1,10 @@
-"""Validate a profile and papermill `-p NAME VALUE` overrides before any notebook runs, check the
-live parts it needs, and print the folder its rendered notebooks go to.
+"""Validate a profile and papermill `-p NAME VALUE` overrides before any notebook runs (each value
+read as the notebook will receive it), check the live parts and the local model it needs, and
+print the folder its rendered notebooks go to.
 
 Usage: python scripts/check_settings.py PROFILE [-p NAME VALUE ...]
-Exits 2 with the project's own message on an unknown profile, an unknown setting or a bad value.
+Exits 2 with the project's own message on an unknown profile, an unknown setting, a bad value,
+`-p profile` (use PROFILE=name) or a backend that is not installed.
 """
 import sys
 from pathlib import Path

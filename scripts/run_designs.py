@@ -2,6 +2,7 @@
 
 Usage: python scripts/run_designs.py PROFILE DESIGN[,DESIGN...] [RUN ...]
 (e.g. `offline multiquery,agent 3` with LLM_BACKEND=local records run 3 of both LLM designs).
+It adds to the profile's own folders (for the shipped profiles, the shipped study).
 LLM_BACKEND, QUESTION_FORM, QUESTION_SET and COLLECTION_SCOPE override the profile's settings
 (e.g. `COLLECTION_SCOPE=snapshot QUESTION_FORM=short` for the short questions over the whole snapshot).
 """
@@ -14,5 +15,6 @@ from lib import pipeline  # noqa: E402
 from lib.config import env_overrides, load_profile  # noqa: E402
 
 profile_name, designs, *runs = sys.argv[1:]
-profile = load_profile(profile_name, **env_overrides(os.environ))
+# this script's documented purpose is to extend the study it names: new results go into its folders
+profile = load_profile(profile_name, extend_shipped=True, **env_overrides(os.environ))
 pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)

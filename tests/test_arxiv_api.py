@@ -1,7 +1,9 @@
-"""lib.arxiv_api against a recorded arXiv Atom response; no network."""
+"""lib.arxiv_api against recorded arXiv Atom responses; no network, clock and sleep faked."""
 from __future__ import annotations
 
+import email.message
 import hashlib
+import io
 import re
 import urllib.error
 import urllib.parse
@@ -10,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from lib.data import arxiv_api
-from lib.data.arxiv_api import (ArxivAPIError, RateLimiter, cache_path, fetch, fetch_window, parse_feed, query_url,
-                           search_query)
+from lib.data.arxiv_api import (MAX_ATTEMPTS, ArxivAPIError, ArxivUnavailable, RateLimiter, cache_path, fetch, fetch_pages,
+                                fetch_window, parse_feed, query_url, search_query)
 from lib.errors import DataError
 
 FIXTURE = Path(__file__).parent / "data" / "arxiv_response.xml"
@@ -219,3 +221,226 @@ def test_urllib_opener_sends_user_agent_and_timeout(monkeypatch):
     monkeypatch.setattr(arxiv_api.urllib.request, "urlopen", fake_urlopen)
     assert arxiv_api.urllib_opener("http://export.arxiv.org/api/query?x=1") == b"<feed/>"
     assert "retrieval-designs-report" in seen["ua"] and seen["timeout"] > 0
+
+
+# --------------------------------------------------------------------------- retries
+
+EMPTY = (FIXTURE.parent / "arxiv_empty.xml").read_bytes()  # a recorded feed with totalResults 0
+ERROR = (FIXTURE.parent / "arxiv_error.xml").read_bytes()  # an error feed, as in the user manual's section 3.4
+OVER_CAP = (FIXTURE.parent / "arxiv_over_cap.xml").read_bytes()  # totalResults 41873; first entries of the page only
+URL = query_url(CATS, *WINDOW)
+
+
+def http_error(code: int, retry_after: str | None = None, body: bytes = b"") -> urllib.error.HTTPError:
+    headers = email.message.Message()
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    return urllib.error.HTTPError(URL, code, "error", headers, io.BytesIO(body))
+
+
+class Script:
+    """An opener that plays a script of answers (bytes, or an exception to raise), noting the clock at each call."""
+
+    def __init__(self, clock: FakeClock, answers: list) -> None:
+        self.clock, self.answers, self.times = clock, list(answers), []
+
+    def __call__(self, url: str) -> bytes:
+        self.times.append(self.clock.now)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+def clocked() -> tuple[FakeClock, RateLimiter]:
+    clock = FakeClock()
+    return clock, RateLimiter(clock=clock, sleep=clock.sleep)
+
+
+def test_429_and_503_are_retried_honouring_retry_after(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [http_error(503, "7"), http_error(429), FIXTURE.read_bytes()])
+    papers = fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    assert [p.id for p in papers] == ["2607.00456", "2607.01234"]
+    assert opener.times == [100.0, 107.0, 117.0]  # Retry-After 7 s, then the second backoff (10 s)
+    assert cache_path(tmp_path, URL).read_bytes() == FIXTURE.read_bytes()
+
+
+def test_short_retry_after_still_keeps_three_seconds_between_requests(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [http_error(429, "0"), http_error(503, "1"), FIXTURE.read_bytes()])
+    fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    assert opener.times == [100.0, 103.0, 106.0]
+
+
+def test_retry_after_as_http_date_falls_back_to_backoff(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [http_error(503, "Sun, 23 Aug 2026 07:28:00 GMT"), FIXTURE.read_bytes()])
+    fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    assert opener.times == [100.0, 105.0]
+
+
+def test_retries_are_bounded_then_fail_naming_the_query(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [http_error(503)])
+    with pytest.raises(ArxivUnavailable, match="kept answering HTTP 503") as err:
+        fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    message = str(err.value)
+    assert "(cat:cs.AI OR cat:cs.CL) AND submittedDate:[202607010000 TO 202608222359]" in message
+    assert f"after {MAX_ATTEMPTS} attempts" in message
+    assert opener.times == [100.0, 105.0, 115.0, 135.0, 175.0]  # backoff 5, 10, 20, 40 s
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_very_long_retry_after_gives_up_at_once(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [http_error(429, "3600"), FIXTURE.read_bytes()])
+    with pytest.raises(ArxivUnavailable, match="Retry-After 3600 s for query"):
+        fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    assert len(opener.times) == 1 and clock.slept == []
+
+
+def test_connection_errors_are_retried(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [urllib.error.URLError("[Errno 111] Connection refused"), TimeoutError("timed out"),
+                            FIXTURE.read_bytes()])
+    assert len(fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)) == 2
+    assert opener.times == [100.0, 105.0, 115.0]
+
+
+def test_unreachable_after_every_retry_names_the_query(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [urllib.error.URLError("[Errno -3] Temporary failure in name resolution")])
+    with pytest.raises(ArxivUnavailable, match=r"arXiv API is unreachable for query '\(cat:cs.AI OR cat:cs.CL\)"):
+        fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    assert len(opener.times) == MAX_ATTEMPTS
+
+
+def test_other_http_errors_are_not_retried(tmp_path):
+    clock, lim = clocked()
+    opener = Script(clock, [http_error(400, body=ERROR), FIXTURE.read_bytes()])
+    with pytest.raises(ArxivAPIError, match="HTTP 400 .*: incorrect id format for 1234.12345") as err:
+        fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=lim)
+    assert not isinstance(err.value, ArxivUnavailable) and len(opener.times) == 1
+
+
+def test_rate_limiter_defer_holds_the_next_request_back():
+    clock, lim = clocked()
+    assert lim.wait() == 0.0
+    lim.defer(10.0)
+    assert lim.wait() == pytest.approx(10.0)
+    assert lim.wait() == pytest.approx(3.0)  # the deferral is spent; the interval still holds
+
+
+# --------------------------------------------------------------------------- empty and error feeds
+
+
+def test_empty_feed_is_returned_but_never_cached(tmp_path):
+    opener = Recorder({0: EMPTY})
+    assert fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=limiter()) == []
+    assert list(tmp_path.iterdir()) == []
+    assert fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=limiter()) == []
+    assert len(opener.urls) == 2  # the later run asked again
+
+
+def test_an_empty_feed_cached_by_an_older_run_is_asked_again(tmp_path):
+    cached = cache_path(tmp_path, URL)
+    cached.write_bytes(EMPTY)
+    opener = Recorder({0: FIXTURE.read_bytes()})
+    assert len(fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=limiter())) == 2
+    assert len(opener.urls) == 1 and cached.read_bytes() == FIXTURE.read_bytes()
+
+
+def test_recorded_error_feed_raises_with_arxivs_message_and_is_not_cached(tmp_path):
+    opener = Recorder({0: ERROR})
+    with pytest.raises(ArxivAPIError, match="returned an error: incorrect id format for 1234.12345") as err:
+        fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=opener, limiter=limiter())
+    assert not isinstance(err.value, ArxivUnavailable) and len(opener.urls) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_error_feed_is_recognised_by_its_entry_id():
+    renamed = ERROR.replace(b"<title>Error</title>", b"<title>error</title>")
+    with pytest.raises(ArxivAPIError, match="incorrect id format for 1234.12345"):
+        parse_feed(renamed, "x.xml")
+
+
+# --------------------------------------------------------------------------- windows over the result cap
+
+_RANGE = re.compile(r"submittedDate:\[(\d{4})(\d{2})(\d{2})0000 TO (\d{4})(\d{2})(\d{2})2359\]")
+
+
+def date_range(url: str) -> tuple[str, str]:
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["search_query"][0]
+    g = _RANGE.search(query).groups()
+    return "-".join(g[:3]), "-".join(g[3:])
+
+
+class Transport:
+    """An opener answering by the query's submittedDate range (first pages only), noting each range asked."""
+
+    def __init__(self, feeds: dict[tuple[str, str], bytes]) -> None:
+        self.feeds, self.asked = feeds, []
+
+    def __call__(self, url: str) -> bytes:
+        key = date_range(url)
+        self.asked.append(key)
+        assert key in self.feeds, f"unexpected window {key}"
+        return self.feeds[key]
+
+
+def over_cap(total: int) -> bytes:
+    return re.sub(rb"(<opensearch:totalResults[^>]*>)\d+", rb"\g<1>" + str(total).encode(), OVER_CAP)
+
+
+def entry_as(base: str, arxiv_id: str, published: str) -> str:
+    base = re.sub(r"<id>http://arxiv.org/abs/[^<]+</id>", f"<id>http://arxiv.org/abs/{arxiv_id}v1</id>", base)
+    return re.sub(r"<published>[^<]+</published>", f"<published>{published}T12:00:00Z</published>", base)
+
+
+def test_fixture_over_cap_is_a_first_page_beyond_the_api_limit():
+    papers, total = parse_feed(OVER_CAP, "arxiv_over_cap.xml")
+    assert total == 41873 > arxiv_api.MAX_TOTAL_RESULTS and len(papers) == 2
+
+
+def test_window_over_the_cap_is_split_by_date_until_each_part_fits(tmp_path):
+    mid = entry_as(ENTRIES[0], "2607.09876", "2026-08-03")
+    last = entry_as(ENTRIES[0], "2608.04321", "2026-08-22")  # the window's last day
+    transport = Transport({
+        ("2026-07-01", "2026-08-22"): OVER_CAP,
+        ("2026-07-01", "2026-07-27"): feed(ENTRIES[:2], 2),
+        ("2026-07-28", "2026-08-22"): over_cap(30001),  # one over the cap: split again
+        ("2026-07-28", "2026-08-09"): feed([mid], 1),
+        ("2026-08-10", "2026-08-22"): feed([last, ENTRIES[1]], 2),  # 2607.00456 a second time
+    })
+    clock, lim = clocked()
+    papers = fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=transport, limiter=lim)
+    assert transport.asked == [("2026-07-01", "2026-08-22"), ("2026-07-01", "2026-07-27"), ("2026-07-28", "2026-08-22"),
+                               ("2026-07-28", "2026-08-09"), ("2026-08-10", "2026-08-22")]
+    assert [p.id for p in papers] == ["2607.00456", "2607.01234", "2607.09876", "2608.04321"]
+    assert clock.slept == [pytest.approx(3.0)] * 4
+
+    def no_network(url: str) -> bytes:
+        raise AssertionError("a cached response was requested again")
+
+    raw = fetch_pages(CATS, *WINDOW, tmp_path, opener=no_network, limiter=limiter())
+    assert [p.id for p in raw] == ["2607.01234", "2607.00456", "2607.09876", "2608.04321"]  # none twice
+    assert fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=no_network, limiter=limiter()) == papers
+
+
+def test_a_window_at_the_cap_is_not_split(tmp_path, monkeypatch):
+    monkeypatch.setattr(arxiv_api, "MAX_TOTAL_RESULTS", 3)
+    transport = Transport({WINDOW: feed(ENTRIES, 3)})
+    fetch_window(CATS, *WINDOW, cache_dir=tmp_path, opener=transport, limiter=limiter())
+    assert transport.asked == [WINDOW]
+
+
+def test_a_single_day_over_the_cap_raises(tmp_path):
+    day = ("2026-07-01", "2026-07-01")
+    with pytest.raises(DataError, match="41873 results for the single day 2026-07-01"):
+        fetch_window(CATS, *day, cache_dir=tmp_path, opener=Transport({day: OVER_CAP}), limiter=limiter())
+
+
+def test_page_size_above_the_api_maximum_is_rejected(tmp_path):
+    with pytest.raises(DataError, match="page_size should be 1 to 2000"):
+        fetch_window(CATS, *WINDOW, cache_dir=tmp_path, page_size=2001, opener=Recorder({}), limiter=limiter())

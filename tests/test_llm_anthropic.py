@@ -20,7 +20,7 @@ from lib.config import load_profile
 from lib.designs import Question
 from lib.designs.agent import AgentDesign
 from lib.designs.multiquery import MultiQueryDesign
-from lib.llm import LLMError, LLMRequest, LLMResponse, RecordedLLM, RecordStore, ReplayMiss, make_llm, records_dir
+from lib.llm import LLMError, LLMRequest, LLMResponse, RecordedLLM, RecordStore, ReplayMiss, make_llm, prompts, records_dir
 from lib.llm.anthropic_backend import AnthropicBackend, model_defaults, profile_backend_kwargs
 from lib.llm.base import cost_usd, load_prices
 from tests.fakes import FakeClient, ListSearcher, NoSleep, error_fixture, mock_sdk_client, reply_body
@@ -193,14 +193,14 @@ def haiku(tmp_path, *replies):
                        model=HAIKU), client
 
 
-def test_the_agent_asks_for_its_json_decision_in_the_user_turn(tmp_path):
+def test_the_agent_sends_the_articles_system_prompt_and_every_search_so_far(tmp_path):
     llm, client = haiku(tmp_path, "agent_stop")
     r = AgentDesign(ListSearcher({Q.text: ["a", "b", "c", "d", "e", "f"]}), llm, TITLES, "anthropic").retrieve(Q)
     sent = client.messages.calls[0]
     assert r.stop_reason == "stop" and r.llm_calls == 1
     assert sent["messages"][-1]["role"] == "user" and len(sent["messages"]) == 1
-    assert sent["messages"][-1]["content"].endswith('Reply with JSON only.')
-    assert '{"decision":"stop"}' in sent["messages"][-1]["content"] and "decision" not in sent["system"]
+    assert sent["system"] == prompts.AGENT_SYSTEM and sent["max_tokens"] == 150
+    assert sent["messages"][-1]["content"].startswith(f'Question: {Q.text}\n\nSearch 1: "{Q.text}"\n  - ')
     assert sent["thinking"] == {"type": "disabled"} and "temperature" not in sent
 
 

@@ -7,6 +7,7 @@ in the shape the API returns for Claude Sonnet 5.5, not recorded from a paid run
 papers are real arXiv papers (CC0 metadata, abstracts shortened).
 """
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,8 @@ from lib.errors import DataError
 from lib.llm import RecordedLLM, RecordStore
 from lib.llm.anthropic_backend import AnthropicBackend
 from lib.llm.cost import BudgetExceeded
-from lib.data.question_gen import (MALFORMED_REVIEW, REFUSED_QUESTION, STYLE_INSTRUCTIONS, Review, count_events,
-                                   generate_question_set, neighbours_from_manifest, parse_question_reply,
+from lib.data.question_gen import (MALFORMED_REVIEW, QUESTION_LENGTH, REFUSED_QUESTION, STYLE_INSTRUCTIONS, Review,
+                                   count_events, generate_question_set, neighbours_from_manifest, parse_question_reply,
                                    parse_review_reply, project_question_cost, question_request, review_question)
 from tests.fakes import FakeClient, reply_body
 from lib.data.questions import QUESTION_FIELDS, read_questions, write_questions
@@ -123,6 +124,22 @@ def test_styles_rotate_in_source_order(tmp_path):
     for prompt, style in zip(prompts, ["specific", "problem", "vague", "vague", "specific"]):
         assert STYLE_INSTRUCTIONS[style] in prompt
         assert sum(instruction in prompt for instruction in STYLE_INSTRUCTIONS.values()) == 1
+
+
+def test_one_length_rule_for_every_style_as_the_article_s_questions():
+    # the article's questions ran 14-54 words (median 32), its "vague" example 28: no style has its own cap
+    prompts = {style: user_text_of(question_request("T", "A", style)) for style in STYLE_INSTRUCTIONS}
+    for style, prompt in prompts.items():
+        assert prompt.count(QUESTION_LENGTH) == 1 and "about 15 to 55 words" in QUESTION_LENGTH
+        assert not re.search(r"\b(fewer|less) than \d+ words|20-45|under \d+ words", prompt, re.I), style
+        assert not re.search(r"\d+ words", STYLE_INSTRUCTIONS[style]), style  # the style says how, not how long
+    assert "short" not in STYLE_INSTRUCTIONS["vague"]
+
+
+def user_text_of(request):
+    (role, text), = request.messages
+    assert role == "user"
+    return text
 
 
 def test_writer_prompt_title_and_abstract_only(tmp_path):

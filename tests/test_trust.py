@@ -160,10 +160,47 @@ def test_a_corrupt_embedding_cache_is_named_and_rebuilt(tmp_path, capsys):
 def test_a_corrupt_score_cache_is_named_and_rebuilt(tmp_path, capsys):
     from lib.search.rerank import CrossEncoderScorer
 
+    from lib.io import seal
+
     path = tmp_path / "models__reranker-minilm-offline__len128.jsonl"
     path.write_text('["k1", 0.5]\nnot json\n["k2", 0.1]\n')
+    seal(path)  # a bad line under a good digest: unreadable
     scorer = CrossEncoderScorer("models/reranker-minilm-offline", "trained-in-project", cache_dir=tmp_path, max_length=128)
-    assert scorer.cache == {} and not path.exists() and str(path) in capsys.readouterr().out
+    assert scorer.cache == {} and str(path) in capsys.readouterr().out
+    # a good file whose bytes changed after its digest was recorded (same size): named, not used
+    path.write_text('["k1", 0.5]\n["k2", 0.1]\n')
+    seal(path)
+    assert CrossEncoderScorer("models/reranker-minilm-offline", "trained-in-project", cache_dir=tmp_path,
+                              max_length=128).cache == {"k1": 0.5, "k2": 0.1}
+    path.write_text('["k1", 0.7]\n["k2", 0.1]\n')
+    scorer = CrossEncoderScorer("models/reranker-minilm-offline", "trained-in-project", cache_dir=tmp_path, max_length=128)
+    assert scorer.cache == {} and "does not match its recorded digest" in capsys.readouterr().out
+    # new scores are written over it, under a new digest
+    scorer.predict = lambda pairs: np.array([0.25] * len(pairs))
+    assert scorer.score("q", ["a"], ["text a"]) == [0.25]
+    assert CrossEncoderScorer("models/reranker-minilm-offline", "trained-in-project", cache_dir=tmp_path,
+                              max_length=128).cache == {scorer.key("q", "text a"): 0.25}
+
+
+def test_a_zeroed_bm25_cache_of_the_same_size_is_named_and_rebuilt(tmp_path, capsys):
+    from lib.search.bm25 import BM25Index
+
+    papers = [{"id": f"p{i}", "title": f"paper {i} on topic {i % 3}", "abstract": f"words about item {i}"}
+              for i in range(30)]
+    first = BM25Index.build(papers, cache_dir=tmp_path)
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    biggest = max((p for p in folder.rglob("*") if p.is_file() and p.name != "content.sha256"), key=lambda p: p.stat().st_size)
+    size = biggest.stat().st_size
+    biggest.write_bytes(b"\0" * size)  # damaged, size unchanged
+    again = BM25Index.build(papers, cache_dir=tmp_path)
+    assert "does not match its recorded digest" in capsys.readouterr().out
+    assert [h.id for h in again.search("topic 1", 5)] == [h.id for h in first.search("topic 1", 5)]
+    # read-only base folders: used when sound, never written
+    base = tmp_path / "base"
+    BM25Index.build(papers, cache_dir=base)
+    before = sorted((p, p.stat().st_mtime_ns) for p in base.rglob("*"))
+    BM25Index.build(papers, cache_dir=tmp_path / "own", base_dirs=(base,))
+    assert not (tmp_path / "own").exists() and sorted((p, p.stat().st_mtime_ns) for p in base.rglob("*")) == before
 
 
 def test_the_article_profile_fails_within_15_seconds_without_key_or_network(monkeypatch):
@@ -193,7 +230,7 @@ def test_replay_of_a_changed_question_names_the_question_and_the_record(tmp_path
     agent = pipeline.make_design("agent", cfg, parts)
     q = pipeline.scored_questions(cfg, parts.papers)[0]
     changed = Question(q.qid, q.text + " (reworded)", q.source_id)
-    with pytest.raises(ReplayMiss, match=rf"for question {q.qid}, run 1 in data/llm_records/local__.*/agent.jsonl"):
+    with pytest.raises(ReplayMiss, match=rf"for question {q.qid}, run 1 in .*llm_records/local__.*/agent.jsonl"):
         agent.retrieve(changed, 1)
 
 

@@ -1,12 +1,17 @@
 """The paper pool from the arXiv API (https://info.arxiv.org/help/api/user-manual.html).
 
 ``fetch_window`` asks the API for the papers submitted in a date window in any of some categories,
-page by page, at most one request every three seconds (arXiv's terms of use). Every raw response
-is cached on disk under a hash of its URL, so a rerun reads the cache and makes no request.
+page by page, at most one request every three seconds (arXiv's terms of use), retries included.
+HTTP 429/503 and connection errors are retried a bounded number of times with backoff (honouring
+``Retry-After``). A window with more results than one query can page through (user manual 3.1.1.2:
+30000 in all, at most 2000 a page) is split in two by date until each part fits.
+Every non-empty, non-error raw response is cached on disk under a hash of its URL, so a rerun reads
+the cache and makes no request; an empty feed is never cached, so a later run asks again.
 Network failures raise; nothing falls back to the bundled snapshot silently.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import re
 import time
@@ -28,6 +33,13 @@ USER_AGENT = ("retrieval-designs-report/1.0 (research notebook comparing retriev
 TIMEOUT_S = 60.0
 MIN_INTERVAL_S = 3.0
 DEFAULT_PAGE_SIZE = 500
+MAX_PAGE_SIZE = 2000  # user manual 3.1.1.2: results come "in slices of at most 2000 at a time"
+MAX_TOTAL_RESULTS = 30000  # user manual 3.1.1.2: max_results "is limited to 30000"
+MAX_ATTEMPTS = 5  # one request and up to four retries
+RETRY_STATUSES = frozenset({429, 503})  # too many requests; service unavailable
+BACKOFF_S = 5.0  # the first retry's wait without Retry-After; doubled each time
+MAX_BACKOFF_S = 120.0
+MAX_RETRY_AFTER_S = 600.0  # a longer Retry-After gives up at once instead of waiting
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 ARXIV = "{http://arxiv.org/schemas/atom}"
@@ -35,12 +47,17 @@ OPENSEARCH = "{http://a9.com/-/spec/opensearch/1.1/}"
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ABS_ID = re.compile(r"^https?://arxiv\.org/abs/(?P<id>.+?)(?:v\d+)?$")
+_ERROR_ID = re.compile(r"^https?://arxiv\.org/api/errors(?:#|$)")
 
 Opener = Callable[[str], bytes]
 
 
 class ArxivAPIError(RuntimeError):
     """The arXiv API answered with an error (an error feed or an HTTP error status)."""
+
+
+class ArxivUnavailable(ArxivAPIError):
+    """The arXiv API stayed unreachable or busy (HTTP 429/503) through every retry."""
 
 
 class RateLimiter:
@@ -52,14 +69,24 @@ class RateLimiter:
         self.clock = clock
         self.sleep = sleep
         self._last: float | None = None
+        self._not_before: float | None = None
+
+    def defer(self, seconds: float) -> None:
+        """Hold the next ``wait`` back until at least ``seconds`` from now (a Retry-After, a backoff)."""
+        until = self.clock() + max(0.0, seconds)
+        self._not_before = until if self._not_before is None else max(self._not_before, until)
 
     def wait(self) -> float:
-        """Sleep until ``interval`` seconds have passed since the previous call; return the delay."""
+        """Sleep until ``interval`` seconds have passed since the previous call (and any deferral); return the delay."""
         now = self.clock()
-        delay = 0.0 if self._last is None else max(0.0, self._last + self.interval - now)
+        ready = now if self._last is None else self._last + self.interval
+        if self._not_before is not None:
+            ready = max(ready, self._not_before)
+        delay = max(0.0, ready - now)
         if delay > 0:
             self.sleep(delay)
         self._last = now + delay
+        self._not_before = None
         return delay
 
 
@@ -120,28 +147,79 @@ def _http_error_message(exc: urllib.error.HTTPError, url: str) -> str:
     return f"arXiv API answered HTTP {exc.code} for {url}" + (f": {detail}" if detail else "")
 
 
+def _query_label(url: str) -> str:
+    """The query of ``url`` in words, for error messages."""
+    q = {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
+    if "search_query" not in q:
+        return url
+    return f"query {q['search_query']!r} (start {q.get('start', '0')}, max_results {q.get('max_results', '?')})"
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
+    """The ``Retry-After`` header in seconds, or None (absent, or an HTTP-date: backoff is used)."""
+    value = exc.headers.get("Retry-After") if exc.headers is not None else None
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _request(url: str, opener: Opener, limiter: RateLimiter, attempts: int) -> bytes:
+    """GET ``url``, spaced by the limiter; retry HTTP 429/503 and connection errors with backoff."""
+    if attempts < 1:
+        raise ValueError(f"attempts should be at least 1, got {attempts}")
+    for attempt in range(1, attempts + 1):
+        limiter.wait()
+        try:
+            return opener(url)
+        except urllib.error.HTTPError as exc:
+            if exc.code not in RETRY_STATUSES:
+                raise ArxivAPIError(_http_error_message(exc, url)) from exc
+            error, why, wait = exc, f"HTTP {exc.code}", _retry_after(exc)
+        except OSError as exc:  # URLError, timeouts, refused connections, DNS failures
+            error, why, wait = exc, f"{type(exc).__name__}: {exc}", None
+        if wait is not None and wait > MAX_RETRY_AFTER_S:
+            raise ArxivUnavailable(f"the arXiv API answered {why} with Retry-After {wait:g} s for {_query_label(url)}; "
+                                   f"giving up rather than waiting that long ({url})") from error
+        if attempt < attempts:
+            limiter.defer(wait if wait is not None else min(BACKOFF_S * 2 ** (attempt - 1), MAX_BACKOFF_S))
+    if isinstance(error, urllib.error.HTTPError):
+        raise ArxivUnavailable(f"the arXiv API kept answering {why} for {_query_label(url)}: gave up after "
+                               f"{attempts} attempts ({url})") from error
+    raise ArxivUnavailable(
+        f"the arXiv API is unreachable for {_query_label(url)} after {attempts} attempts ({url}): {why}. "
+        f"Fetching the paper pool from arXiv needs network access; the offline profile uses the bundled "
+        f"snapshot instead (collection_source: snapshot).") from error
+
+
+def _reusable(data: bytes) -> bool:
+    """Whether a cached response may be replayed: a feed with entries, not an error feed."""
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return False
+    return root.find(f"{ATOM}entry") is not None and _error_feed_summary(root) is None
+
+
 def fetch(url: str, cache_dir: Path | None = None, opener: Opener | None = None,
-          limiter: RateLimiter | None = None) -> tuple[bytes, str]:
+          limiter: RateLimiter | None = None, *, attempts: int = MAX_ATTEMPTS) -> tuple[bytes, str]:
     """The raw response to ``url`` and where it came from (cache file path, or the URL).
 
-    A cached response is read without any request; otherwise the request waits for the rate
-    limiter, and a well-formed, non-error response is cached atomically.
+    A cached feed with entries is read without any request; otherwise the request waits for the
+    rate limiter (retried as ``_request`` says), and a well-formed response with entries is cached
+    atomically. An error feed raises; an empty feed is returned but never cached (an empty cache
+    file left by an older run is dropped and asked again).
     """
     path = cache_path(cache_dir, url) if cache_dir is not None else None
     if path is not None and path.exists():
-        return path.read_bytes(), str(path)
-    (limiter or _LIMITER).wait()
-    try:
-        data = (opener or urllib_opener)(url)
-    except urllib.error.HTTPError as exc:
-        raise ArxivAPIError(_http_error_message(exc, url)) from exc
-    except OSError as exc:  # URLError, timeouts, refused connections, DNS failures
-        raise RuntimeError(
-            f"the arXiv API is unreachable ({url}): {exc}. Fetching the paper pool from arXiv needs "
-            f"network access; the offline profile uses the bundled snapshot instead "
-            f"(collection_source: snapshot).") from exc
-    _feed_root(data, url)  # raise on malformed XML or an error feed before caching it
-    if path is None:
+        data = path.read_bytes()
+        if _reusable(data):
+            return data, str(path)
+        path.unlink(missing_ok=True)
+    data = _request(url, opener or urllib_opener, limiter or _LIMITER, attempts)
+    root = _feed_root(data, url)  # raise on malformed XML or an error feed before caching it
+    if path is None or root.find(f"{ATOM}entry") is None:
         return data, url
     write_bytes(path, data)
     return data, str(path)
@@ -151,9 +229,14 @@ def fetch(url: str, cache_dir: Path | None = None, opener: Opener | None = None,
 
 
 def _error_feed_summary(root: ET.Element) -> str | None:
-    """The message of an arXiv error feed (an entry titled "Error"), or None."""
+    """The message of an arXiv error feed, or None.
+
+    User manual 3.4: an error is a feed with one entry whose id is ``http://arxiv.org/api/errors#...``,
+    titled "Error", with the message as its summary.
+    """
     for entry in root.iter(f"{ATOM}entry"):
-        if (entry.findtext(f"{ATOM}title") or "").strip() == "Error":
+        entry_id = (entry.findtext(f"{ATOM}id") or "").strip()
+        if (entry.findtext(f"{ATOM}title") or "").strip() == "Error" or _ERROR_ID.match(entry_id):
             return _norm(entry.findtext(f"{ATOM}summary") or "") or "unspecified error"
     return None
 
@@ -218,18 +301,27 @@ def parse_feed(data: bytes, source: str) -> tuple[list[Paper], int]:
 # --------------------------------------------------------------------------- the window
 
 
-def fetch_pages(categories: list[str], start: str, end: str, cache_dir: Path | None, *,
-                page_size: int = DEFAULT_PAGE_SIZE, opener: Opener | None = None,
-                limiter: RateLimiter | None = None) -> list[Paper]:
-    """Every entry of the window's pages, in API order, until a short page or totalResults."""
-    if page_size < 1:
-        raise DataError(f"arXiv query: page_size should be positive, got {page_size}")
+def _halves(start: str, end: str, total: int, source: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """[start, end] split by date into [start, mid] and [mid + 1 day, end]."""
+    first, last = datetime.date.fromisoformat(start), datetime.date.fromisoformat(end)
+    if first >= last:
+        raise DataError(f"{source}: {total} results for the single day {start}, more than the {MAX_TOTAL_RESULTS} "
+                        f"one arXiv API query serves (user manual 3.1.1.2); narrow the categories")
+    mid = first + (last - first) // 2
+    return (start, mid.isoformat()), ((mid + datetime.timedelta(days=1)).isoformat(), end)
+
+
+def _window_pages(categories: list[str], start: str, end: str, cache_dir: Path | None, page_size: int,
+                  opener: Opener | None, limiter: RateLimiter | None) -> list[Paper]:
     papers: list[Paper] = []
     offset = 0
     while True:
         url = query_url(categories, start, end, offset, page_size)
         data, source = fetch(url, cache_dir, opener, limiter)
         page, total = parse_feed(data, source)
+        if total > MAX_TOTAL_RESULTS:  # the API would stop serving before the window's last days
+            halves = _halves(start, end, total, source)
+            return [p for a, b in halves for p in _window_pages(categories, a, b, cache_dir, page_size, opener, limiter)]
         papers.extend(page)
         offset += len(page)
         if offset >= total:
@@ -237,8 +329,25 @@ def fetch_pages(categories: list[str], start: str, end: str, cache_dir: Path | N
         if len(page) < page_size:
             warnings.warn(f"{source}: arXiv returned a short page ({len(page)} of {page_size}) at "
                           f"{offset} of {total} results; the pool may be incomplete (delete the cache "
-                          f"file to retry)", RuntimeWarning, stacklevel=2)
+                          f"file to retry)", RuntimeWarning, stacklevel=3)
             return papers
+
+
+def fetch_pages(categories: list[str], start: str, end: str, cache_dir: Path | None, *,
+                page_size: int = DEFAULT_PAGE_SIZE, opener: Opener | None = None,
+                limiter: RateLimiter | None = None) -> list[Paper]:
+    """Every paper of the window's pages, in API order, once each (first kept).
+
+    Pages until a short page or ``opensearch:totalResults``; a window whose totalResults exceeds
+    ``MAX_TOTAL_RESULTS`` is split in halves by date, recursively, until each part fits.
+    """
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise DataError(f"arXiv query: page_size should be 1 to {MAX_PAGE_SIZE} (user manual 3.1.1.2), got {page_size}")
+    papers = _window_pages(list(categories), start, end, cache_dir, page_size, opener, limiter)
+    by_id: dict[str, Paper] = {}
+    for p in papers:
+        by_id.setdefault(p.id, p)
+    return list(by_id.values())
 
 
 def select_papers(papers: Iterable[Paper], categories: Iterable[str]) -> list[Paper]:

@@ -5,7 +5,7 @@ The study's method, step by step:
 1. A writer LLM sees only the source paper's title and abstract and writes one question in the
    paper's style (:func:`lib.questions.style_for`, rotating in source order): *specific* (names the
    method or setting in its own words), *problem* (describes the problem without naming the
-   method), *vague* (short, imprecise, half remembered). It replies with JSON
+   method), *vague* (imprecise, half remembered); every style about 15 to 55 words. It replies with JSON
    ``{"question": ..., "short": "<2-5 search keywords>"}``; a plain-text reply is accepted as the
    question (``short`` left empty) and counted.
 2. The mechanical check (:func:`lib.questions.copied_ngrams`, on the question and its short form)
@@ -48,16 +48,19 @@ REFUSED_QUESTION = "(refused)"    # stands in for a refused writer reply
 QUESTION_SYSTEM = ("You write test questions for a study of search over a collection of arXiv paper "
                    "abstracts. Each question must be answerable by one paper, which you see by its title "
                    "and abstract only.")
+# The style says how the question asks, not how long it is: one length rule for every style, matched to
+# the article's questions (14-54 words, median 32; its example "vague" question had 28 words).
 STYLE_INSTRUCTIONS: dict[str, str] = {
     "specific": ("specific: name the paper's method or setting in your own words, as a researcher who knows "
-                 "roughly what they are looking for would ask. About 20-45 words."),
+                 "roughly what they are looking for would ask."),
     "problem": ("problem: describe the problem the paper addresses without naming its method, as someone who "
-                "has the problem but does not know this paper would ask. About 20-45 words."),
-    "vague": ("vague: short and imprecise, as if half remembered from a talk or a skimmed feed. "
-              "Fewer than 20 words."),
+                "has the problem but does not know this paper would ask."),
+    "vague": "vague: imprecise, as if half remembered from a talk or a skimmed feed.",
 }
 assert set(STYLE_INSTRUCTIONS) == set(STYLES)
-QUESTION_USER = ("Write one question that this paper answers, in this style:\n{style_instruction}\n\n"
+QUESTION_LENGTH = "Whatever the style, write about 15 to 55 words; around 30 is typical."
+QUESTION_USER = ("Write one question that this paper answers, in this style:\n{style_instruction}\n"
+                 + QUESTION_LENGTH + "\n\n"
                  "Do not copy the title, and do not repeat any run of 4 or more consecutive words from the "
                  "title, in the question or in the keywords. Also give 2-5 search keywords a person might "
                  "type for the same need.\n\n"
@@ -344,16 +347,26 @@ def project_question_cost(llm: Any, sources: Sequence[Mapping[str, Any] | Any],
 def question_llm(profile) -> RecordedLLM:
     """The recorded LLM that writes and reviews questions: the profile's question model, called with
     its question thinking and effort (``question_thinking``, ``question_effort``) when live."""
-    from ..llm import RecordStore, make_llm, records_dir
+    from ..llm import make_llm, record_store
 
+    # a study of its own records its calls in its own folder (the shipped record is replayed, never written)
+    root = None if profile.own_dir is None else profile.own_dir / "llm_records"
     backend = profile.llm_backend if profile.llm_backend != "local" else "anthropic"
     if backend != "anthropic":
-        return make_llm(backend, profile.question_model)
+        return make_llm(backend, profile.question_model, records_root=root)
     from ..llm.anthropic_backend import AnthropicBackend, profile_backend_kwargs
 
     model = profile.question_model
     return RecordedLLM(AnthropicBackend(model, **profile_backend_kwargs(profile, "question")),
-                       RecordStore(records_dir("anthropic", model)), backend_name="anthropic", model=model)
+                       record_store("anthropic", model, root), backend_name="anthropic", model=model)
+
+
+def generated_questions_path(profile) -> Path:
+    """Where a generated question set is written: the profile's ``questions_path``, or, for a study of
+    its own, the same file name in its own data folder (the shipped questions are never rewritten)."""
+    if profile.own_dir is None:
+        return profile.path("questions_path")
+    return profile.own_dir / "data" / profile.path("questions_path").name
 
 
 def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress: bool = True) -> Path:
@@ -380,7 +393,7 @@ def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress:
         check_budget(projection, profile.settings.get("max_cost_usd"))
     rows, log = generate_question_set(llm, llm, sources, neighbours,
                                       generator_name=f"{llm.name}:{profile.question_model}", progress=progress)
-    path = profile.path("questions_path")
+    path = generated_questions_path(profile)
     write_questions(rows, path)
     (path.parent / "question_generation_log.json").write_text(json.dumps(log, indent=1))
     return path

@@ -188,7 +188,7 @@ class LoopDesign:
         None for a stub model, which has no fee)."""
         if str(getattr(self.llm, "name", "")).startswith("stub:"):
             return None
-        n = len(questions) * len(list(runs))
+        n = len(list(questions)) * (1 if isinstance(runs, int) else len(list(runs)))
         out = n * self.caps.max_steps * self.caps.turn_max_tokens
         return {"calls": n * self.caps.max_steps, "input_tokens": max(n * self.caps.max_tokens - out, 0),
                 "output_tokens": out}

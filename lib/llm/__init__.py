@@ -6,27 +6,29 @@ models stand in for a model in the tests and in a try-out (``stubs``)."""
 from __future__ import annotations
 
 from .base import LLMError, LLMRequest, LLMResponse, ReplayMiss, cost_usd, load_prices
-from .records import RecordedLLM, RecordStore, records_dir
+from .records import RecordedLLM, RecordStore, record_store, records_dir
 
 __all__ = ["LLMError", "LLMRequest", "LLMResponse", "ReplayMiss", "RecordStore", "RecordedLLM", "cost_usd",
-           "load_prices", "make_llm", "records_dir"]
+           "load_prices", "make_llm", "record_store", "records_dir"]
 
 
-def make_llm(backend: str, model: str, record_backend: str | None = None, **backend_settings) -> RecordedLLM:
+def make_llm(backend: str, model: str, record_backend: str | None = None, records_root=None,
+             **backend_settings) -> RecordedLLM:
     """The recorded LLM for a profile: ``replay`` reads the records of ``record_backend``;
+    ``records_root`` (a study's own folder) records new calls there, never in the shipped record;
     ``backend_settings`` (thinking, effort, tool choice) go to the Anthropic backend."""
     if backend == "replay":
         source = record_backend or "local"
-        return RecordedLLM(None, RecordStore(records_dir(source, model)), backend_name=f"replay:{source}",
+        return RecordedLLM(None, record_store(source, model, records_root), backend_name=f"replay:{source}",
                            model=model)
     if backend == "anthropic":
         from .anthropic_backend import AnthropicBackend
 
-        return RecordedLLM(AnthropicBackend(model, **backend_settings), RecordStore(records_dir("anthropic", model)),
+        return RecordedLLM(AnthropicBackend(model, **backend_settings), record_store("anthropic", model, records_root),
                            backend_name="anthropic", model=model)
     if backend == "local":
         from .local_backend import LocalBackend
 
-        return RecordedLLM(LocalBackend(model), RecordStore(records_dir("local", model)),
+        return RecordedLLM(LocalBackend(model), record_store("local", model, records_root),
                            backend_name="local", model=model)
     raise LLMError(f"unknown llm_backend {backend!r} (replay | local | anthropic)")

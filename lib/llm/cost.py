@@ -148,31 +148,42 @@ def check_budget(projection: Mapping[str, Any] | Iterable[Mapping[str, Any]], ma
     return usd
 
 
-def project_designs(designs: Sequence[Any], questions: Sequence[Any], runs: int | Iterable[int],
+def project_designs(designs: Sequence[Any], questions: Iterable[Any], runs: int | Iterable[int],
                     prices: dict | None = None) -> dict[str, dict[str, Any]]:
     """Projected cost of running LLM designs on questions, per design: the first-turn requests
     (each design's ``first_requests``) not yet recorded, and the design's ``follow_up_calls``
     further calls per question (the agent: ``max_searches - 2``; escalate: ``escalate_max_llm_calls
     - 1``), each projected like its first (an upper bound on calls: the agent may stop sooner).
-    Designs without an LLM are left out."""
+    A design with ``cost_bound`` (the tool-calling loop) is projected from that bound instead.
+    Designs without an LLM are left out.
+
+    ``usd`` is every call at the standard price; ``batch_usd`` what the run costs with
+    ``llm_batch``, which sends only the first turns as a Message Batch: those at the batch price,
+    every follow-up call (and every call of a ``cost_bound`` design, whose bound does not tell its
+    first turns apart) at the standard price. ``questions`` and ``runs`` (a run number or run
+    numbers) may be any iterables; every design is projected for all of them."""
+    questions = list(questions)
+    runs_list = [runs] if isinstance(runs, int) else list(runs)
     out: dict[str, dict[str, Any]] = {}
     for d in designs:
         if not getattr(d, "uses_llm", False):
             continue
         llm = d.llm
         if hasattr(d, "cost_bound"):  # the tool-calling loop: its caps bound every question's calls and tokens
-            bound = d.cost_bound(questions, runs)
+            bound = d.cost_bound(list(questions), list(runs_list))
             if bound is not None:  # None: a stub model, no fee
-                out[d.name] = {**project_cost(bound, llm.model, prices), "note": "upper bound: every question at "
-                               "its step cap and token budget"}
+                proj = project_cost(bound, llm.model, prices)
+                proj["batch_usd"] = proj["usd"]  # an upper bound: no batch discount counted
+                out[d.name] = {**proj, "note": "upper bound: every question at its step cap and token budget"}
             continue
         store = getattr(llm, "store", None)
-        runs_list = [runs] if isinstance(runs, int) else list(runs)
-        proj = project_cost(d.first_requests(list(questions), runs_list), llm.model, prices, recorded=store)
+        proj = project_cost(d.first_requests(list(questions), list(runs_list)), llm.model, prices, recorded=store)
         follow = int(getattr(d, "follow_up_calls", 0))
         if follow:
-            for key in ("calls", "input_tokens", "output_tokens", "usd", "batch_usd"):
+            first_usd = proj["usd"]
+            for key in ("calls", "input_tokens", "output_tokens", "usd"):
                 proj[key] = proj[key] * (1 + follow)
+            proj["batch_usd"] = proj["batch_usd"] + follow * first_usd  # follow-ups are live calls
             proj["note"] = f"first decision x {1 + follow} (at most {1 + follow} decisions a question)"
         out[d.name] = proj
     return out

@@ -74,11 +74,11 @@ qchar ::= [^"\\\n]
 '''
 
 PROMPT_DIFFERENCES = {
-    "anthropic": ("The article's instructions (lib/llm/prompts.py: REWRITE_SYSTEM; the agent's AGENT_SYSTEM word for "
-                  "word, max_tokens 150, the user turn holding the question and every search so far in the article's "
-                  "layout), no examples, no grammar, no assistant prefill: every request ends with a user turn. Tool-calling loop (not in the article): "
-                  "native tool use with the search and read tools, one call a turn, the answer in text ending with a "
-                  "'Cited:' line."),
+    "anthropic": ("The agent: the article's AGENT_SYSTEM word for word, max_tokens 150, the user turn holding the "
+                  "question and every search so far in the article's layout. Multiquery: REWRITE_SYSTEM, written here "
+                  "(the article prints no rewrite prompt). No examples, no grammar, no assistant prefill: every request "
+                  "ends with a user turn. Tool-calling loop (not in the article): native tool use with the search and "
+                  "read tools, one call a turn, the answer in text ending with a 'Cited:' line."),
     "local": ("Multiquery: one worked example (question -> 3 lines) before the question; output constrained by a "
               "grammar to exactly 3 lines of 8-120 characters. Agent: two worked examples (one stop, one search); "
               "the reply first gives the number of the matching title (0 = none), constrained by a grammar; the "

@@ -21,8 +21,9 @@ class RecordStore:
     last line (an interrupted append), which is left out and cut off by the next append.
     """
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, base_dirs: tuple[Path, ...] = ()):
         self.directory = Path(directory)
+        self.base_dirs = tuple(Path(d) for d in base_dirs)  # read only: their calls are replayed, never written
         self._cache: dict[str, dict[str, dict]] = {}
         self._lock = threading.Lock()
 
@@ -30,9 +31,10 @@ class RecordStore:
         return self.directory / f"{kind}.jsonl"
 
     def records(self, kind: str) -> dict[str, dict]:
-        """Every recorded call of a kind, by request key."""
+        """Every recorded call of a kind, by request key (the base folders' first, then this folder's)."""
         if kind not in self._cache:
-            self._cache[kind] = {rec["key"]: rec for rec in read_jsonl(self.file(kind), torn_tail_ok=True)}
+            files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
+            self._cache[kind] = {rec["key"]: rec for f in files for rec in read_jsonl(f, torn_tail_ok=True)}
         return self._cache[kind]
 
     def get(self, request: LLMRequest) -> dict | None:
@@ -58,8 +60,16 @@ class RecordStore:
         return len(self.records(kind))
 
 
-def records_dir(backend: str, model: str) -> Path:
-    return RECORDS_DIR / f"{backend}__{model.replace('/', '_')}"
+def records_dir(backend: str, model: str, root: Path | None = None) -> Path:
+    return Path(RECORDS_DIR if root is None else root) / f"{backend}__{model.replace('/', '_')}"
+
+
+def record_store(backend: str, model: str, root: Path | None = None) -> RecordStore:
+    """The record of a backend and model: the shipped one, or (``root``: a study's own folder) one
+    that writes there and replays the shipped calls too, never writing them."""
+    if root is None:
+        return RecordStore(records_dir(backend, model))
+    return RecordStore(records_dir(backend, model, root), base_dirs=(records_dir(backend, model),))
 
 
 class RecordedLLM:

@@ -1,16 +1,29 @@
 """Executed notebooks to the report's HTML pages: the parameters cells (the page shows the run's
-settings as a table instead) and stderr output (progress bars, warnings) left out, the page titled in words, and a navigation bar linking the
-index and the neighbouring notebooks."""
+settings as a table instead) and stderr output (progress bars, warnings) left out, the page titled
+in words, and a navigation bar linking the index and the neighbouring notebooks.
+
+A notebook whose run did not complete (an error output, or a cell papermill marks failed or never
+finished) is never rendered, and the page it would replace is left as it was. The random ids that
+pandas' Styler and itables give their tables are replaced by ids numbered in page order, so
+rendering a re-executed notebook gives the same bytes when its content is the same. Pages are
+written atomically; a write that fails is a :class:`ReportError` naming the page."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import nbformat
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 
+from ..config import shown_path
+from ..io import write_text
 from .index_page import notebook_titles
+
+
+class ReportError(RuntimeError):
+    """A page that cannot be rendered or written; the message names the file."""
 
 
 class DropStderr(Preprocessor):
@@ -34,11 +47,82 @@ def nav_bar(name: str, titles: dict[str, str]) -> str:
             + " · ".join(links) + "</nav>")
 
 
+def run_problem(nb) -> str | None:
+    """Why an executed notebook's run did not complete, in words (None when it did): the first
+    error output, else the first cell papermill marked failed, or left pending or running (a run
+    that was killed)."""
+    for i, cell in enumerate(nb.get("cells", []), start=1):
+        for o in cell.get("outputs", []) or []:
+            if o.get("output_type") == "error":
+                return f"cell {i} raised {o.get('ename', 'an error')}: {o.get('evalue', '')}".rstrip(": ")
+    for i, cell in enumerate(nb.get("cells", []), start=1):
+        pm = cell.get("metadata", {}).get("papermill") or {}
+        if pm.get("exception") or pm.get("status") == "failed":
+            return f"cell {i} failed (papermill marks it)"
+        if pm.get("status") in ("pending", "running"):
+            return f"the run stopped before cell {i} completed (papermill status {pm['status']!r}: killed or interrupted?)"
+    if (nb.get("metadata", {}).get("papermill") or {}).get("exception"):
+        return "papermill marks the run as failed"
+    return None
+
+
+def read_executed(notebook: Path):
+    """An executed notebook, read; a file that is missing or not a notebook is a ReportError naming it."""
+    try:
+        return nbformat.read(notebook, as_version=4)
+    except OSError as exc:
+        raise ReportError(f"{shown_path(notebook)}: cannot read the executed notebook ({exc.strerror or exc})") from exc
+    except Exception as exc:  # nbformat: not JSON (a write cut off), or not a notebook
+        raise ReportError(f"{shown_path(notebook)}: not a readable notebook ({type(exc).__name__}: {exc})") from exc
+
+
+# ids that differ on every execution: any id holding a uuid (itables, plotly, altair, ...) and pandas
+# Styler's ``T_<uuid>`` tables with the ids of their cells
+_UUID = r"[0-9a-f]{8}([-_])[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{12}|[0-9a-f]{32}"
+_ID_ATTR = re.compile(r"""\bid\s*=\s*(["'])(.*?)\1""", re.S)
+_UUID_IN_ID = re.compile(rf"(?<![0-9a-f])(?:{_UUID})(?![0-9a-f])")
+_STYLER_ID = re.compile(r"^T_([0-9a-f]{5,32})(?:_|$)")
+
+
+def _counter_like(token: str, n: int) -> str:
+    """The n-th stable token in the shape of ``token`` (same length, hex digits, same separators)."""
+    digits = iter(f"{n:0{sum(c not in '-_' for c in token)}x}")
+    return "".join(c if c in "-_" else next(digits) for c in token)
+
+
+def stable_ids(page: str) -> str:
+    """The page with every random table id replaced by one numbered in order of first appearance
+    (the same shape, so each stays unique within the page), everywhere it occurs: in the id
+    attributes, the page's CSS selectors and its scripts."""
+    uuids: dict[str, None] = {}
+    stylers: dict[str, None] = {}
+    for m in _ID_ATTR.finditer(page):
+        value = m.group(2)
+        for u in _UUID_IN_ID.finditer(value):
+            uuids.setdefault(u.group(0))
+        if (s := _STYLER_ID.match(value)) and s.group(1) not in uuids:
+            stylers.setdefault(s.group(1))
+    if not uuids and not stylers:
+        return page
+    order = sorted([*uuids, *stylers], key=lambda t: page.find(t))
+    new = {t: _counter_like(t, n) for n, t in enumerate(order, start=1)}
+    if uuids:
+        page = re.sub("|".join(map(re.escape, uuids)), lambda m: new[m.group(0)], page)
+    if stylers:
+        alt = "|".join(map(re.escape, sorted(stylers, key=len, reverse=True)))
+        page = re.sub(rf"(?<![0-9A-Za-z_])T_({alt})(?![0-9A-Za-z])", lambda m: "T_" + new[m.group(1)], page)
+    return page
+
+
 def render(notebook: Path, out_dir: Path) -> Path:
-    """One executed notebook to ``out_dir/<name>.html``."""
+    """One executed notebook to ``out_dir/<name>.html``; a notebook whose run did not complete is a
+    ReportError (nothing is written), and so is a page that cannot be written (the page it would
+    have replaced stays whole)."""
     notebook, out_dir = Path(notebook), Path(out_dir)
     titles = notebook_titles()
-    nb = nbformat.read(notebook, as_version=4)
+    nb = read_executed(notebook)
+    if why := run_problem(nb):
+        raise ReportError(f"{shown_path(notebook)}: not rendered, its run did not complete: {why}")
     exporter = HTMLExporter()
     exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters", "parameters"}), enabled=True)
     exporter.register_preprocessor(DropStderr(), enabled=True)
@@ -47,6 +131,11 @@ def render(notebook: Path, out_dir: Path) -> Path:
     if notebook.stem in titles:
         head, sep, rest = body.partition("<main")
         body = head + nav_bar(notebook.stem, titles) + sep + rest if sep else body
+    body = stable_ids(body)
     out = out_dir / f"{notebook.stem}.html"
-    out.write_text(body, encoding="utf-8")
+    try:
+        write_text(out, body)
+    except OSError as exc:
+        raise ReportError(f"{shown_path(out)}: cannot write the page ({exc.strerror or exc}); "
+                          "the page that was there is unchanged") from exc
     return out

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import ROOT
 from ..data.papers import paper_text
+from ..io import seal, verified
 from .dense import Hit
 
 CACHE_DIR = ROOT / "data" / "cache" / "bm25"
@@ -57,25 +58,35 @@ class BM25Index:
         return h.hexdigest()[:20]
 
     @classmethod
-    def build(cls, papers: Sequence[dict], cache_dir: Path = CACHE_DIR) -> "BM25Index":
+    def build(cls, papers: Sequence[dict], cache_dir: Path = CACHE_DIR, base_dirs: Sequence[Path] = ()) -> "BM25Index":
+        """The index of these papers: read from a cache folder (``base_dirs`` first, read-only, then
+        ``cache_dir``) whose content matches the digest recorded when it was written, else built
+        and written to ``cache_dir``. A cache whose content does not match is named and not used."""
         import bm25s
 
         papers = sorted(papers, key=lambda p: p["id"])
         ids, texts = [p["id"] for p in papers], [paper_text(p) for p in papers]
-        folder = Path(cache_dir) / cls.key(ids, texts)
-        if (folder / "ids.json").exists():
+        key = cls.key(ids, texts)
+        for folder in [Path(d) / key for d in base_dirs] + [Path(cache_dir) / key]:
+            if not (folder / "ids.json").exists():
+                continue
+            if not verified(folder):
+                print(f"{folder}: BM25 cache does not match its recorded digest (changed or damaged); not used")
+                continue
             try:
                 retriever = bm25s.BM25.load(str(folder))
                 if json.loads((folder / "ids.json").read_text()) == ids:
                     return cls(ids, retriever)
             except Exception as exc:  # a corrupt cache is named and rebuilt
                 print(f"{folder}: unreadable BM25 cache ({type(exc).__name__}); rebuilding it")
+        folder = Path(cache_dir) / key
         retriever = bm25s.BM25(method=SETTINGS["method"], k1=SETTINGS["k1"], b=SETTINGS["b"])
         retriever.index(tokenize(texts), show_progress=False)
         tmp = folder.with_name(folder.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         retriever.save(str(tmp))
         (tmp / "ids.json").write_text(json.dumps(ids))
+        seal(tmp)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
         return cls(ids, retriever)

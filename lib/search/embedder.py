@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..config import ROOT
 from ..errors import ModelUnavailable
-from ..io import write_bytes
+from ..io import seal, verified, write_bytes
 
 CACHE_DIR = ROOT / "data" / "cache" / "embeddings"
 
@@ -66,19 +66,33 @@ def load_sentence_transformer(name: str, backend: str):
 class EmbeddingCache:
     """A per-model store of text-hash -> vector, saved as one .npz file (atomic writes)."""
 
-    def __init__(self, model_name: str, cache_dir: Path = CACHE_DIR):
+    def __init__(self, model_name: str, cache_dir: Path = CACHE_DIR, base_dirs: Sequence[Path] = ()):
         self.path = Path(cache_dir) / f"{slug(model_name)}.npz"
         self.vectors: dict[str, np.ndarray] = {}
-        if self.path.exists():
-            try:
-                with np.load(self.path) as z:
-                    for k, v in zip(z["keys"], z["vectors"]):
-                        self.vectors[str(k)] = v
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-                # a corrupt cache is named and rebuilt (the next save replaces it)
-                print(f"{self.path}: unreadable embedding cache ({type(exc).__name__}: {exc}); "
-                      "recomputing the embeddings it held")
-                self.vectors = {}
+        self.own: set[str] = set()  # the keys this cache writes (the base files are read only)
+        for d in base_dirs:
+            self.vectors.update(self._load(Path(d) / self.path.name))
+        mine = self._load(self.path)
+        self.vectors.update(mine)
+        self.own.update(mine)
+
+    @staticmethod
+    def _load(path: Path) -> dict[str, np.ndarray]:
+        """A cache file's vectors, when its content matches its recorded digest (else named, not used:
+        what it held is recomputed)."""
+        if not path.exists():
+            return {}
+        if not verified(path):
+            print(f"{path}: embedding cache does not match its recorded digest (changed or damaged); "
+                  "recomputing the embeddings it held")
+            return {}
+        try:
+            with np.load(path) as z:
+                return {str(k): v for k, v in zip(z["keys"], z["vectors"])}
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+            print(f"{path}: unreadable embedding cache ({type(exc).__name__}: {exc}); "
+                  "recomputing the embeddings it held")
+            return {}
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         seen, out = set(), []
@@ -92,25 +106,27 @@ class EmbeddingCache:
     def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         for t, v in zip(texts, vectors):
             self.vectors[text_key(t)] = np.asarray(v, dtype=np.float32)
+            self.own.add(text_key(t))
 
     def get(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.vectors[text_key(t)] for t in texts])
 
     def save(self) -> None:
-        keys = sorted(self.vectors)
+        keys = sorted(self.own)
         buf = io.BytesIO()
         np.savez(buf, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]) if keys
                  else np.zeros((0, 0), np.float32))
         write_bytes(self.path, buf.getvalue())
+        seal(self.path)
 
 
 class Embedder:
     """A bi-encoder with an on-disk cache; the model is loaded only when something is missing."""
 
     def __init__(self, name: str, backend: str, cache_dir: Path = CACHE_DIR, batch_size: int = 32,
-                 save_every: int = 256):
+                 save_every: int = 256, base_dirs: Sequence[Path] = ()):
         self.name, self.backend = name, backend
-        self.cache = EmbeddingCache(name, cache_dir)
+        self.cache = EmbeddingCache(name, cache_dir, base_dirs)
         self.batch_size, self.save_every = batch_size, save_every
         self._model = None
         self.computed = 0  # texts embedded by the model in this object's life (0 on a warm rerun)

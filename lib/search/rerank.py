@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import ROOT
 from ..errors import DataError, ModelUnavailable
-from ..io import Appender, locked, read_jsonl, repair_torn_tail
+from ..io import Appender, locked, read_jsonl, repair_torn_tail, seal, verified
 from .embedder import slug
 
 SCORE_CACHE_DIR = ROOT / "data" / "cache" / "rerank"
@@ -44,7 +44,7 @@ class CrossEncoderScorer:
     rerun costs nothing. Pairs are sorted by length so batches carry little padding."""
 
     def __init__(self, name: str, backend: str, cache_dir: Path = SCORE_CACHE_DIR, batch_size: int = 16,
-                 max_length: int = 256, int8: bool = False):
+                 max_length: int = 256, int8: bool = False, base_dirs: Sequence[Path] = ()):
         self.name, self.backend, self.batch_size, self.max_length = name, backend, batch_size, max_length
         self.int8 = int8
         # scores depend on the model, the truncation length and the quantisation: all in the key
@@ -52,12 +52,23 @@ class CrossEncoderScorer:
         self.path = Path(cache_dir) / f"{slug(name)}__{self.variant}.jsonl"
         self.cache: dict[str, float] = {}
         self._model = None
+        for path in [Path(d) / self.path.name for d in base_dirs] + [self.path]:  # the base files are read only
+            self.cache.update(self._load(path))
+
+    @staticmethod
+    def _load(path: Path) -> dict[str, float]:
+        """A score file's scores, when its content matches its recorded digest (else named, not used)."""
+        if not path.exists():
+            return {}
+        if not verified(path):
+            print(f"{path}: score cache does not match its recorded digest (changed or damaged); "
+                  "recomputing the scores it held")
+            return {}
         try:
-            self.cache = {k: float(v) for k, v in read_jsonl(self.path, torn_tail_ok=True)}
-        except (DataError, ValueError, TypeError) as exc:  # a corrupt cache is named and rebuilt
-            print(f"{self.path}: unreadable score cache ({exc}); recomputing the scores it held")
-            self.path.unlink()
-            self.cache = {}
+            return {k: float(v) for k, v in read_jsonl(path, torn_tail_ok=True)}
+        except (DataError, ValueError, TypeError) as exc:
+            print(f"{path}: unreadable score cache ({exc}); recomputing the scores it held")
+            return {}
 
     @property
     def model(self):
@@ -89,11 +100,14 @@ class CrossEncoderScorer:
         if todo:
             new = self.predict([(question, texts[i]) for i in todo])
             with locked(self.path, wait=True):
+                if self.path.exists() and not verified(self.path):  # damaged since it was read: start it again
+                    self.path.unlink()
                 repair_torn_tail(self.path)
                 for i, s in zip(todo, new):
                     self.cache[keys[i]] = float(s)
                 with Appender(self.path) as out:
                     out.write_all([keys[i], self.cache[keys[i]]] for i in todo)
+                seal(self.path)
         return [self.cache[k] for k in keys]
 
 

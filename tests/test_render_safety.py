@@ -1,0 +1,324 @@
+"""Rendering the report safely, on scratch folders: only notebooks whose run completed in this command
+become pages (through the Makefile's `report` and `notebook` targets, papermill replaced by a stand-in),
+a notebook with an error output is never rendered, pages are the same bytes when a notebook is
+executed again, a page that cannot be written is the project's error naming it (the page that was
+there kept whole), and `make bench` writes the committed results/bench.json only when asked."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from lib.config import ROOT
+from lib.report.render import ReportError, render, run_problem, stable_ids
+
+OLD_PAGE = "<html>the page a completed run rendered</html>"
+
+
+def _load(script: str):
+    spec = importlib.util.spec_from_file_location(f"_script_{script}", ROOT / "scripts" / f"{script}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _styled(df: pd.DataFrame) -> str:
+    """A Styler table as a kernel displays it: a fresh random uuid, CSS rules on its cells' ids."""
+    return df.style.hide(axis="index").highlight_max(color="yellow")._repr_html_()
+
+
+def _interactive(df: pd.DataFrame) -> str:
+    import itables
+
+    return itables.to_html_datatable(df, connected=False)
+
+
+def executed_notebook(status: str = "completed", error: bool = False):
+    """An executed notebook as papermill leaves it, its outputs made now (so with new random ids)."""
+    df = pd.DataFrame({"design": ["dense", "agent"], "recall@5": [0.91, 0.88]})
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"exception": error or None}
+    cells = [nbformat.v4.new_markdown_cell("## Scores"),
+             nbformat.v4.new_code_cell("display(table.style)", outputs=[
+                 nbformat.v4.new_output("display_data", data={"text/html": _styled(df), "text/plain": "<Styler>"}),
+                 nbformat.v4.new_output("display_data", data={"text/html": _styled(df.iloc[::-1]), "text/plain": "<Styler>"})]),
+             nbformat.v4.new_code_cell("itables.show(table)", outputs=[
+                 nbformat.v4.new_output("display_data", data={"text/html": _interactive(df), "text/plain": "df"})]),
+             nbformat.v4.new_code_cell("print('done')", outputs=[nbformat.v4.new_output("stream", name="stdout", text="done\n")])]
+    if error:
+        cells[-1].outputs = [nbformat.v4.new_output("error", ename="KeyError", evalue="'mrr_at_10'",
+                                                    traceback=["Traceback ...", "KeyError: 'mrr_at_10'"])]
+    for i, c in enumerate(cells):
+        c["id"] = f"cell-{i}"  # as in the paired notebooks: fixed cell ids
+        c.metadata["papermill"] = {"status": "completed", "exception": False}
+    if error:
+        cells[-1].metadata["papermill"] = {"status": "failed", "exception": True}
+    if status != "completed":  # killed: papermill saved the cell it was running and those after it pending
+        cells[-2].metadata["papermill"]["status"] = "running"
+        cells[-1].metadata["papermill"]["status"] = "pending"
+        cells[-1].outputs = []
+    nb.cells = cells
+    return nb
+
+
+def write_nb(path: Path, **kw) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(executed_notebook(**kw), path)
+    return path
+
+
+def ids(page: str) -> list[str]:
+    return re.findall(r'\bid="([^"]*)"', page)
+
+
+# ------------------------------------------------------------------- deterministic pages
+
+
+def test_a_notebook_executed_twice_renders_to_the_same_bytes(tmp_path):
+    a = write_nb(tmp_path / "run1" / "10_scores.ipynb")
+    b = write_nb(tmp_path / "run2" / "10_scores.ipynb")
+    assert a.read_bytes() != b.read_bytes(), "the two executions should carry different random ids"
+    pa, pb = render(a, tmp_path / "html1"), render(b, tmp_path / "html2")
+    assert pa.read_bytes() == pb.read_bytes()
+    again = render(a, tmp_path / "html3")
+    assert again.read_bytes() == pa.read_bytes()
+    page = pa.read_text()
+    # the random ids are gone, and the stable ones are still unique within the page
+    outputs = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(a, as_version=4).cells
+                      for o in c.get("outputs", []))
+    random = re.findall(r'<table id="(T_[0-9a-f]{5}|itables_[0-9a-f_]{36})"', outputs)
+    assert len(random) == 3
+    for raw in random:
+        assert raw not in page, f"random id {raw} left in the page"
+    page_ids = ids(page)
+    assert len(page_ids) == len(set(page_ids))
+    tables = re.findall(r'<table[^>]*\bid="([^"]+)"', page)
+    assert len(tables) == 3 and len(set(tables)) == 3
+    # the Styler's CSS still points at its cells, and itables' script at its table
+    for sel in re.findall(r"#(T_[0-9a-f]{5}_row\d+_col\d+)", page):
+        assert sel in page_ids, f"CSS rule {sel} matches no cell"
+    it = [t for t in tables if t.startswith("itables_")]
+    assert it and f'getElementById("{it[0]}")' in page
+
+
+def test_stable_ids_number_ids_by_order_and_leave_the_rest_alone():
+    page = ('<style>#T_9f3ab_row0_col0 {color: red}</style><table id="T_9f3ab"><td id="T_9f3ab_row0_col0">x</td></table>'
+            '<table id="T_0c1de"></table><div id="itables_53a68688_e14d_4f5e_83b2_3d7f0c7b6b18"></div>'
+            '<script>get("itables_53a68688_e14d_4f5e_83b2_3d7f0c7b6b18")</script>'
+            '<h2 id="Summary-of-the-saved-runs">T_9f3abc is text</h2>')
+    out = stable_ids(page)
+    assert out == ('<style>#T_00001_row0_col0 {color: red}</style><table id="T_00001"><td id="T_00001_row0_col0">x</td>'
+                   '</table><table id="T_00002"></table><div id="itables_00000000_0000_0000_0000_000000000003"></div>'
+                   '<script>get("itables_00000000_0000_0000_0000_000000000003")</script>'
+                   '<h2 id="Summary-of-the-saved-runs">T_9f3abc is text</h2>')
+    assert stable_ids(out) == out
+
+
+# ------------------------------------------------------------------- notebooks that did not complete
+
+
+@pytest.mark.parametrize("kw, why", [({"error": True}, "KeyError"), ({"status": "killed"}, "running")])
+def test_a_notebook_whose_run_did_not_complete_is_never_rendered(tmp_path, kw, why):
+    nb = write_nb(tmp_path / "run" / "10_scores.ipynb", **kw)
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "10_scores.html").write_text(OLD_PAGE)
+    assert why in run_problem(nbformat.read(nb, as_version=4))
+    with pytest.raises(ReportError, match=r"10_scores\.ipynb: not rendered") as exc:
+        render(nb, out)
+    assert why in str(exc.value)
+    assert (out / "10_scores.html").read_text() == OLD_PAGE
+    assert sorted(p.name for p in out.iterdir()) == ["10_scores.html"]
+
+
+def test_a_completed_notebook_passes_the_check(tmp_path):
+    assert run_problem(nbformat.read(write_nb(tmp_path / "a.ipynb"), as_version=4)) is None
+
+
+# ------------------------------------------------------------------- writes that fail
+
+
+def test_an_unwritable_page_is_an_error_naming_it(tmp_path):
+    nb = write_nb(tmp_path / "run" / "03_dense.ipynb")
+    out = tmp_path / "report"
+    (out / "03_dense.html").mkdir(parents=True)  # a folder where the page goes
+    (out / "03_dense.html" / "keep").write_text("x")
+    with pytest.raises(ReportError, match=r"03_dense\.html: cannot write the page"):
+        render(nb, out)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    with pytest.raises(ReportError, match=r"blocked/03_dense\.html: cannot write the page"):
+        render(nb, blocked)
+
+
+def test_a_full_disk_keeps_the_page_that_was_there(tmp_path):
+    nb = write_nb(tmp_path / "run" / "03_dense.ipynb")
+    out = tmp_path / "report"
+    out.mkdir()
+    page = out / "03_dense.html"
+    page.write_text(OLD_PAGE)
+    # the atomic write's scratch file (lib/io.py write_bytes) leads to /dev/full: every write is ENOSPC
+    scratch = out / f".03_dense.html.{os.getpid()}.tmp"
+    scratch.symlink_to("/dev/full")
+    with pytest.raises(ReportError, match=r"03_dense\.html: cannot write the page \(No space left on device\)"):
+        render(nb, out)
+    assert not scratch.exists() and not scratch.is_symlink(), "the write did not go through its scratch file"
+    assert page.read_text() == OLD_PAGE
+
+
+def test_build_report_exits_non_zero_naming_the_page_it_cannot_write(tmp_path, capsys):
+    build_report = _load("build_report")
+    report = tmp_path / "results" / "report"
+    write_nb(report / "03_dense.ipynb")
+    (report / "03_dense.html").mkdir()
+    (report / "03_dense.html" / "keep").write_text("x")
+    args = ["offline", "-p", "results_dir", str(tmp_path / "results")]
+    assert build_report.main(args + ["--completed", "03_dense"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {report / '03_dense.html'}: cannot write the page" in err
+    assert "Traceback" not in err
+
+
+def test_build_report_renders_only_the_completed_notebooks_it_is_given(tmp_path, capsys):
+    build_report = _load("build_report")
+    report = tmp_path / "results" / "report"
+    write_nb(report / "03_dense.ipynb")
+    write_nb(report / "10_scores.ipynb", error=True)  # left by an earlier failed run
+    write_nb(report / "11_failures.ipynb")  # completed, but not in this command
+    args = ["offline", "-p", "results_dir", str(tmp_path / "results")]
+    assert build_report.main(args + ["--completed", "03_dense"]) == 0
+    assert sorted(p.name for p in report.glob("*.html")) == ["03_dense.html"]
+    # asked to render the one with an error output: refused, and the command fails
+    (report / "10_scores.html").write_text(OLD_PAGE)
+    assert build_report.main(args + ["--completed", "10_scores"]) == 1
+    assert "10_scores.ipynb: not rendered, its run did not complete: cell 4 raised KeyError" in capsys.readouterr().err
+    assert (report / "10_scores.html").read_text() == OLD_PAGE
+    # a failed run's notebook, kept elsewhere: reported with its error and its path, nothing rendered
+    failed = write_nb(tmp_path / "failed" / "11_failures.ipynb", error=True)
+    assert build_report.main(args + ["--completed", "--failed", str(failed)]) == 1
+    err = capsys.readouterr().err
+    assert f"11_failures: the run did not complete: cell 4 raised KeyError: 'mrr_at_10'; its executed notebook: {failed}" in err
+    assert not (report / "11_failures.html").exists()
+
+
+# ------------------------------------------------------------------- the Makefile's report and notebook targets
+
+FAKE_PAPERMILL = textwrap.dedent("""\
+    #!{python}
+    # papermill's command line, standing in for it: writes the executed notebook; fails for $FAIL_NB
+    import os, sys
+    sys.path.insert(0, {tests!r})
+    from test_render_safety import write_nb
+    from pathlib import Path
+    args, pos = sys.argv[1:], []
+    while args:
+        a = args.pop(0)
+        if a in ("--log-level", "-k", "-f"):
+            args.pop(0)
+        elif a == "-p":
+            del args[:2]
+        else:
+            pos.append(a)
+    src, dst = map(Path, pos)
+    fail = src.stem in os.environ.get("FAIL_NB", "").split()
+    write_nb(dst, error=fail)
+    if fail:
+        sys.exit("papermill.exceptions.PapermillExecutionError: KeyError: 'mrr_at_10'")
+    """)
+
+
+@pytest.fixture
+def make(tmp_path):
+    """`make TARGET ...` in the repository with papermill replaced, into scratch folders only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "papermill").write_text(FAKE_PAPERMILL.format(python=sys.executable, tests=str(ROOT / "tests")))
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    results = tmp_path / "results"
+    shipped = {p: p.stat().st_mtime_ns for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
+
+    def run(target: str, fail: str = "", **variables) -> subprocess.CompletedProcess:
+        env = {**os.environ, "FAIL_NB": fail, "PYTHONPATH": str(ROOT)}
+        words = [f"{k}={v}" for k, v in {"BIN": bin_dir, "FAILED_DIR": tmp_path / "failed",
+                                         "PARAMS": f"-p results_dir {results}", **variables}.items()]
+        return subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", target, *words], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+
+    run.report = results / "report"
+    run.failed = tmp_path / "failed" / str(results / "report").lstrip("/")
+    yield run
+    after = {p: p.stat().st_mtime_ns for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
+    assert after == shipped, "a scratch run wrote into the shipped report/ or figures/"
+
+
+def test_make_notebook_renders_only_the_notebook_that_completed(make):
+    report = make.report
+    # a failed `make notebook NB=10`: reported with its error and the path of its executed notebook, exit non-zero
+    report.mkdir(parents=True)
+    (report / "10_scores.html").write_text(OLD_PAGE)
+    r = make("notebook", fail="10_scores", NB="10")
+    assert r.returncode != 0
+    kept = make.failed / "10_scores.ipynb"
+    assert kept.exists() and not (report / "10_scores.ipynb").exists()
+    assert f"10_scores: the run did not complete: cell 4 raised KeyError: 'mrr_at_10'; its executed notebook: {kept}" in r.stderr
+    assert (report / "10_scores.html").read_text() == OLD_PAGE
+    # the next successful `make notebook NB=03` renders 03 alone: the failed 10 stays unrendered, exit 0
+    r = make("notebook", NB="03")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith(f"{report}/03_dense.html")
+    assert (report / "03_dense.ipynb").exists() and not (make.failed / "03_dense.ipynb").exists()
+    assert "<title>3. Dense search</title>" in (report / "03_dense.html").read_text()
+    assert (report / "10_scores.html").read_text() == OLD_PAGE
+    # an executed notebook left in the report folder by an older (killed) run is not rendered either
+    write_nb(report / "11_failures.ipynb", status="killed")
+    assert make("notebook", NB="01").returncode == 0
+    assert sorted(p.name for p in report.glob("*.html")) == ["01_collection.html", "03_dense.html", "10_scores.html"]
+
+
+def test_make_report_stops_at_a_failed_notebook_and_renders_the_completed_ones(make):
+    r = make("report", fail="02_questions", NOTEBOOKS="01_collection 02_questions 03_dense")
+    assert r.returncode != 0
+    assert "== 01_collection" in r.stdout and "== 02_questions" in r.stdout and "== 03_dense" not in r.stdout
+    assert sorted(p.name for p in make.report.glob("*.html")) == ["01_collection.html"]
+    assert f"its executed notebook: {make.failed / '02_questions.ipynb'}" in r.stderr
+    assert not (make.report / "02_questions.ipynb").exists()
+    r = make("report", NOTEBOOKS="01_collection 02_questions 03_dense")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in make.report.glob("*.html")) == ["01_collection.html", "02_questions.html", "03_dense.html"]
+    assert not list(make.failed.glob("*.ipynb"))
+
+
+# ------------------------------------------------------------------- make bench
+
+
+def test_bench_writes_the_committed_figures_only_when_asked(tmp_path, monkeypatch):
+    bench = _load("bench")  # importing runs nothing: the bench is main()
+    assert bench.output_path([]) == ROOT / "build" / "bench.json"
+    assert bench.output_path(["--report"]) == ROOT / "build" / "bench.json"
+    assert bench.output_path(["--save", "--report-only"]) == ROOT / "results" / "bench.json"
+    # a --*-only run keeps the figures of the file it writes to, else the committed ones
+    monkeypatch.setattr(bench, "SCRATCH", tmp_path / "bench.json")
+    assert bench.kept_from(["--report-only"]) == ROOT / "results" / "bench.json"
+    (tmp_path / "bench.json").write_text(json.dumps({"steps": {}}))
+    assert bench.kept_from(["--report-only"]) == tmp_path / "bench.json"
+    assert bench.kept_from(["--save", "--report-only"]) == ROOT / "results" / "bench.json"
+
+
+@pytest.mark.parametrize("variables, saved", [([], False), (["SAVE=1"], True), (["ARGS=--save"], True), (["SAVE=0"], False)])
+def test_make_bench_passes_save_only_when_asked(variables, saved):
+    r = subprocess.run(["make", "--no-print-directory", "-n", "-o", "setup", "bench", *variables], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "scripts/bench.py" in x)
+    assert ("--save" in line.split()) == saved
