@@ -323,8 +323,13 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
                 misses.append(exc)
                 print(f"{'+'.join(names)} run {k}: not recorded for these questions; skipped")
                 continue
-            print(f"{'+'.join(names)} run {k}: the record stops after {done} of {len(qs)} questions; the rest "
-                  f"were never run, so this run is saved but not scored ({exc})")
+            later = recorded_later(parts, designs, k, qs[done + 1:])
+            if later:  # the record goes on past this question: the question changed, not the recording
+                raise ReplayMiss(f"{'+'.join(names)} run {k}: question {qs[done].qid} (question {done + 1} of "
+                                 f"{len(qs)}) has no recorded answer, although later questions have "
+                                 f"({', '.join(later[:3])}): was it changed? {exc}") from exc
+            print(f"{'+'.join(names)} run {k}: the record stops after {done} of {len(qs)} questions (a recording "
+                  f"that was interrupted or is still going on); saved but not scored ({exc})")
         for n, rs in res.items():
             write_trec(rs, rdir / n / f"run{k}.trec", f"{n}-run{k}")
         out[k] = res
@@ -332,6 +337,24 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
         raise misses[0]
     write_qrels(qs, rdir / "qrels.txt")
     return out
+
+
+def recorded_later(parts: ProfileParts, designs: list, run: int, questions: list[Question]) -> list[str]:
+    """The questions among ``questions`` that the LLM designs' record holds calls for in this run
+    (a question's text found in a recorded request): a replay that misses a question although later
+    ones are recorded met a changed question, not the end of an interrupted recording."""
+    texts = {q.qid: q.text for q in questions}
+    found: list[str] = []
+    for d in designs:
+        kind = getattr(d, "record_kind", None)
+        if kind is None or not getattr(d, "uses_llm", False):
+            continue
+        for rec in parts.llm().store.records(kind).values():
+            if rec.get("run") != run:
+                continue
+            last = str(rec["request"]["messages"][-1])
+            found += [qid for qid, t in texts.items() if qid not in found and t in last]
+    return [q.qid for q in questions if q.qid in found]
 
 
 def paid_preflight(profile: Profile, designs: list, questions: list[Question], runs: list[int],

@@ -47,3 +47,18 @@ def test_frontier_chart_fills_frontier_points_and_draws_run_ranges(tmp_path):
     # short: dense is cheaper and better than the agent, so it alone is filled
     pts = [line for line in short_mrr_tokens.lines if line.get_marker() == "o"]
     assert sum(line.get_markerfacecolor() != "white" for line in pts) == 1
+
+
+def test_question_lengths_without_styles(tmp_path):
+    """A user's question CSV without the optional style column still gets its length chart."""
+    import pandas as pd
+
+    from lib.report.plots import question_lengths
+
+    qs = pd.DataFrame({"qid": ["q1", "q2", "q3"], "style": ["", "", ""], "words": [12, 30, 8]})
+    fig = question_lengths(qs, tmp_path / "lengths.png")
+    assert (tmp_path / "lengths.png").stat().st_size > 1000
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["(no style)\n(3 questions)"]
+    mixed = pd.DataFrame({"qid": ["q1", "q2"], "style": ["vague", ""], "words": [12, 30]})
+    fig = question_lengths(mixed, tmp_path / "mixed.png")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["vague\n(1 questions)", "(no style)\n(1 questions)"]

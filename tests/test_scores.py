@@ -198,3 +198,19 @@ def test_breakdowns_and_power_cover_every_condition_with_saved_runs():
                & (bl.metric == "mrr_at_10")].iloc[0]
     assert row["delta"] == pytest.approx(row["mean"] - dense["mean"])
     assert row.low <= row["delta"] <= row.high
+
+
+@pytest.mark.parametrize("name", ["offline", "pilot"])
+def test_every_committed_summary_is_derived_from_its_runs(name):
+    """The committed summary.json holds what its saved runs give now (a summary left from older runs fails)."""
+    from lib import pipeline
+    from lib.config import load_profile
+
+    cfg = load_profile(name)
+    path = pipeline.results_dir(cfg) / "summary.json"
+    saved = {d["design"]: d for d in json.loads(path.read_text())["designs"]}
+    now = design_summary(pipeline.load_scored(cfg).pq).set_index("design")
+    assert sorted(saved) == sorted(now.index), path
+    for design, row in now.iterrows():
+        for col in ("runs", "questions", "recall_at_5", "mrr_at_10", "searches", "llm_calls"):
+            assert saved[design][col] == pytest.approx(row[col], abs=1e-9), (path, design, col)

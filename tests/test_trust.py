@@ -240,3 +240,27 @@ def test_record_files_are_well_formed():
         for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             json.loads(line), (path, line_no)
     assert os.path.exists(ROOT / "results" / "qrels.txt")
+
+
+def test_a_replay_that_meets_a_changed_question_names_it_and_fails(tmp_path):
+    """A replayed run whose third question was reworded stops there with an error naming it (its
+    later questions are recorded), never a quiet 'the record stops after 2 of 5'."""
+    import csv
+
+    from lib import pipeline
+    from lib.llm import ReplayMiss
+
+    rows = list(csv.DictReader(open(ROOT / "data" / "pilot" / "questions.csv", encoding="utf-8")))
+    ok = [r for r in rows if r.get("ok", "1") == "1"]
+    ok[2]["question"] = ok[2]["question"] + " (reworded)"
+    path = tmp_path / "questions.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    cfg = load_profile("pilot", questions_source="user", user_questions_path=str(path), question_limit=5,
+                       results_dir=str(tmp_path / "results"))
+    with pytest.raises(ReplayMiss, match=rf"question {ok[2]['qid']} \(question 3 of 5\) has no recorded answer"):
+        pipeline.run_many(cfg, ["multiquery"], [1], progress=False)
+    saved = [json.loads(line) for line in open(tmp_path / "results" / "multiquery" / "run1.jsonl")]
+    assert [r["qid"] for r in saved] == [ok[0]["qid"], ok[1]["qid"]]  # what was answered is kept

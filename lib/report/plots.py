@@ -46,9 +46,12 @@ def collection_chart(manifest: dict, path: Path):
 def question_lengths(questions: pd.DataFrame, path: Path):
     """Question length in words, by style."""
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    styles = [s for s in ("specific", "problem", "vague") if s in set(questions["style"])]
-    ax.boxplot([questions.loc[questions["style"] == s, "words"] for s in styles],
-               tick_labels=[f"{s}\n({(questions['style'] == s).sum()} questions)" for s in styles])
+    style = questions["style"].fillna("").replace("", "(no style)") if "style" in questions else \
+        pd.Series("(no style)", index=questions.index)
+    styles = [s for s in ("specific", "problem", "vague") if s in set(style)] + \
+        sorted(set(style) - {"specific", "problem", "vague"})
+    ax.boxplot([questions.loc[style == s, "words"] for s in styles],
+               tick_labels=[f"{s}\n({(style == s).sum()} questions)" for s in styles])
     ax.set_ylabel("words per question")
     ax.set_ylim(bottom=0)
     ax.set_title("question length by style (box: middle half; line: median)")
