@@ -24,9 +24,14 @@ export TRANSFORMERS_VERBOSITY := error
 
 setup: $(VENV)/.setup-done
 
-$(VENV)/.setup-done: requirements.txt
+# the project itself is installed into the venv in development mode (pip install -e, no dependencies:
+# the pinned ones come from requirements.txt), so `import lib` works from any kernel or folder; compat
+# mode puts the repository on sys.path, so the package wins over the `lib/` folder llama-cpp-python
+# leaves in site-packages (which the default editable finder would lose to)
+$(VENV)/.setup-done: requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "agentic-rag-evidence" >/dev/null
 	touch $@
 
@@ -70,8 +75,9 @@ $(VENV)/.lab-setup-done: requirements-lab.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
 	touch $@
 
+# as root (a container) Jupyter refuses to start without --allow-root
 lab: setup sync $(VENV)/.lab-setup-done
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup $(VENV)/.test-setup-done
 	$(BIN)/ruff check lib scripts tests notebooks/*.py

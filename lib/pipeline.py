@@ -37,12 +37,20 @@ def search_papers(profile: Profile) -> list[dict]:
     papers = collection(profile)
     if profile.collection_scope == "default":
         return papers
-    from .data.papers import read_papers
+    snap, coll = profile.path("snapshot_path"), profile.data_dir / "collection.jsonl"
+    key = (str(snap), snap.stat().st_mtime_ns, str(coll), coll.stat().st_mtime_ns)
+    if key not in _SNAPSHOT_PAPERS:  # read once a process (63,903 papers): the scorer reads every condition
+        from .data.papers import read_papers
 
-    roles = {p["id"]: p["role"] for p in papers}
-    return [{"id": p.id, "title": p.title, "abstract": p.abstract, "categories": list(p.categories),
-             "first_seen": p.first_seen, "role": roles.get(p.id, "snapshot")}
-            for p in read_papers(profile.path("snapshot_path"))]
+        roles = {p["id"]: p["role"] for p in papers}
+        _SNAPSHOT_PAPERS.clear()
+        _SNAPSHOT_PAPERS[key] = [{"id": p.id, "title": p.title, "abstract": p.abstract, "categories": list(p.categories),
+                                  "first_seen": p.first_seen, "role": roles.get(p.id, "snapshot")}
+                                 for p in read_papers(snap)]
+    return _SNAPSHOT_PAPERS[key]
+
+
+_SNAPSHOT_PAPERS: dict[tuple, list[dict]] = {}
 
 
 def questions_path(profile: Profile) -> Path:
@@ -100,8 +108,17 @@ def question_set(profile: Profile, papers: list[dict] | None = None) -> list[Que
 
 def collection_digest(papers: list[dict]) -> str:
     """The digest of the papers a design searches (id, title, abstract, categories, first listing)."""
-    return digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
-                   for p in papers])
+    cached = _DIGESTS.get(id(papers))
+    if cached is not None and cached[0] is papers:
+        return cached[1]
+    d = digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
+                for p in papers])
+    if any(papers is v for v in _SNAPSHOT_PAPERS.values()):  # the kept snapshot list: its digest kept with it
+        _DIGESTS[id(papers)] = (papers, d)
+    return d
+
+
+_DIGESTS: dict[int, tuple[list, str]] = {}
 
 
 def questions_digest(questions: list[Question]) -> str:

@@ -45,7 +45,7 @@ from IPython.display import Markdown, display
 
 from lib.data.collection import make_collection
 from lib.report.article import article_figures
-from lib.report.pages import open_page, reading
+from lib.report.pages import open_page, reading, show
 from lib.report import plots
 from lib.config import notebook_profile
 
@@ -69,8 +69,8 @@ summary = pd.DataFrame([
     ("first listed, sources", " to ".join(manifest["source_first_seen_range"])),
     ("source's top-neighbour TF-IDF similarity: median (Q1 to Q3)",
      f"{nb['median']:.3f} ({nb['q1']:.3f} to {nb['q3']:.3f})"),
-], columns=["", "value"])
-summary
+], columns=["measure", "value"])
+show(summary)
 
 # %%
 plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png")

@@ -50,7 +50,7 @@ from lib import pipeline
 from lib.config import notebook_profile, shown_path
 from lib.data.questions import copied_ngrams, read_twopart_questions, words
 from lib.report import plots
-from lib.report.pages import open_page, reading, whole_table
+from lib.report.pages import open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
 open_page(cfg, "questions_source", "questions_path")
@@ -71,7 +71,7 @@ display(Markdown(f"`{shown_path(pipeline.questions_path(cfg))}`: {len(qs)} quest
 # %%
 by_style = qs.groupby("style").agg(questions=("qid", "count"), passed=("ok", "sum"), median_words=("words", "median"),
                                    min_words=("words", "min"), max_words=("words", "max"))
-by_style.reindex([s for s in ("specific", "problem", "vague") if s in by_style.index]).astype(int)
+show(by_style.reindex([s for s in ("specific", "problem", "vague") if s in by_style.index]).reset_index())
 
 # %%
 plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png")
@@ -105,7 +105,7 @@ qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]].style.hide(axis=
 copies = [(r.qid, f, g) for r in qs.itertuples() for f in ("question", "short")
           for g in copied_ngrams(by_id[r.source_id]["title"], getattr(r, f) or "")]
 display(Markdown(f"**{len(copies)}** copied 4-grams in {len(qs)} questions and their short forms."))
-pd.DataFrame(copies, columns=["qid", "field", "copied words"])
+show(pd.DataFrame(copies, columns=["qid", "field", "copied words"]))
 
 # %% [markdown]
 # ## Two-part questions

@@ -39,10 +39,21 @@ llm_backend = None      # None: the profile's (offline: replay); local or anthro
 
 # %%
 from lib.config import notebook_profile
+from lib.report.agent import agent_section
 from lib.report.pages import design_page
 
 cfg = notebook_profile(globals())
 page = design_page(cfg, "agent", runs=runs)
+
+# %% [markdown]
+# ## How it searched, and what it found and lost, beside the article's agent
+# The article reports how often its agent stopped after one search and used all three, and, at
+# recall@5 against dense, how many of dense's 13 misses it found and how many papers dense had found
+# it lost, per run (`data/article_figures.json`). The same counts from the saved, complete runs here
+# (a run stopped part-way is named, not counted):
+
+# %%
+shares = agent_section(cfg)
 
 # %% [markdown]
 # ## The agent, its fused list reranked

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 8. Scores
+# # 10. Scores
 #
 # *Does any design find the source paper more often, or higher, than plain dense search?*
 #
@@ -32,7 +32,6 @@ profile = "offline"
 question_form = None   # full | short
 
 # %%
-import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline
@@ -41,11 +40,13 @@ from lib.evaluation import power, scores
 from lib.io import write_json
 from lib.report import loop as loop_report
 from lib.report import plots
-from lib.report.article import article_cell
-from lib.report.pages import open_page, reading, whole_table
+from lib.report.display import design_namer
+from lib.report.index_page import conditions_from, headline_table
+from lib.report.pages import open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
 open_page(cfg, "bootstrap_resamples", "bootstrap_seed")
+names = design_namer(cfg)
 rdir = pipeline.results_dir(cfg)
 sc = pipeline.load_scored(cfg)
 qs, pq_all, pq, common, partial = sc.questions, sc.pq_all, sc.pq, sc.common, sc.partial
@@ -53,8 +54,8 @@ runs_saved = pq_all.groupby(["design", "run"]).qid.count().rename("questions ans
 runs_saved["scored"] = [(d, r) not in set(partial) for d, r in zip(runs_saved.design, runs_saved.run)]
 display(Markdown(f"**{len(qs)}** reviewed questions; **{len(common)}** answered by every scored run of every design "
                  f"and scored below. Runs stopped part-way are saved but not scored: "
-                 f"{', '.join(f'{d} run {r}' for d, r in partial) or 'none'}."))
-runs_saved.style.hide(axis="index")
+                 f"{', '.join(f'{names(d)} run {r}' for d, r in partial) or 'none'}."))
+show(runs_saved, profile=cfg)
 
 # %% [markdown]
 # ## Per design: scores, beside the article's
@@ -64,25 +65,9 @@ runs_saved.style.hide(axis="index")
 # %%
 summary = scores.design_summary(pq)
 deltas = scores.deltas(pq, n_resamples=cfg.bootstrap_resamples, seed=cfg.bootstrap_seed)
-
-
-def with_range(row, m):
-    cell = f"{row[m]:.3f}"
-    return cell + (f" ({row[m + '_min']:.3f}–{row[m + '_max']:.3f})" if row["runs"] > 1 else "")
-
-
-def delta_cell(design, m):
-    d = deltas[(deltas.design == design) & (deltas.metric == m)]
-    return "—" if d.empty else f"{d.delta.iloc[0]:+.3f} [{d.low.iloc[0]:+.3f}, {d.high.iloc[0]:+.3f}]"
-
-
-score_table = pd.DataFrame([{
-    "design": r.design, "runs": int(r.runs), "questions": int(r.questions),
-    "recall@5 (runs)": with_range(r, "recall_at_5"), "recall@5 − dense [95% range]": delta_cell(r.design, "recall_at_5"),
-    "article recall@5": article_cell(r.design, "recall_at_5"),
-    "MRR@10 (runs)": with_range(r, "mrr_at_10"), "MRR@10 − dense [95% range]": delta_cell(r.design, "mrr_at_10"),
-    "article MRR@10": article_cell(r.design, "mrr_at_10")} for _, r in summary.iterrows()])
-score_table.style.hide(axis="index")
+head = scores.headroom(pq)
+score_table = headline_table(rdir, conditions_from(summary.to_dict(orient="records"), deltas, head), cfg)
+show(score_table.drop(columns=["searches / q", "cost / q (USD)", "latency median (s)"], errors="ignore"))
 
 # %% [markdown]
 # ## Per design: effort and cost
@@ -92,9 +77,8 @@ score_table.style.hide(axis="index")
 
 # %%
 effort = summary[["design", "searches", "searches_1", "searches_2", "searches_3", "latency_median_s", "latency_p90_s",
-                  "llm_calls", "tokens_in", "tokens_out", "cost_usd_per_q"]].copy()
-effort[["tokens_in", "tokens_out"]] = effort[["tokens_in", "tokens_out"]].round().astype(int)
-effort.style.hide(axis="index").format(precision=3)
+                  "llm_calls", "tokens_in", "tokens_out", "cost_usd_per_q"]]
+show(effort, profile=cfg, decimals_for={"tokens_in": 0, "tokens_out": 0, "cost_usd_per_q": 5})
 
 # %% [markdown]
 # ## The tool-calling loop's own measures
@@ -109,14 +93,13 @@ loop_measures = loop_report.scores_section(cfg, sc)
 # ## Headroom and power
 
 # %%
-head = scores.headroom(pq)
 pw = power.power_table(pq)
 display(Markdown(
     f"**Headroom.** Dense misses the source at 5 for **{head['dense_misses_at_5']}** of {head['questions']} questions, so "
     f"no design can raise recall@5 by more than **{head['max_recall_gain']:.3f}**. (Dense misses it at 10 for "
     f"{head['dense_misses_at_10']}.)\n\n**Power.** From the observed per-question differences, "
     f"{power.power_sentence(pw)}."))
-pw.style.hide(axis="index").format(precision=3)
+show(pw, profile=cfg)
 
 # %% [markdown]
 # ## By question style and by question length
@@ -127,26 +110,26 @@ styles = {q.qid: q.style or "(none)" for q in qs}
 by_style = scores.breakdown(pq, styles, cfg.bootstrap_resamples, cfg.bootstrap_seed)
 by_length = scores.breakdown(pq, scores.length_bins([q for q in qs if q.qid in set(common)]),
                              cfg.bootstrap_resamples, cfg.bootstrap_seed)
-whole_table(by_style.round(3), cfg, "by_style", "by question style")
-whole_table(by_length.round(3), cfg, "by_length", "by question length (terciles of words)")
+whole_table(by_style, cfg, "by_style", "by question style")
+whole_table(by_length, cfg, "by_length", "by question length (terciles of words)")
 
 # %% [markdown]
 # ## Wins and losses against dense
 # A win: the source is in the design's top 5 and not in dense's; a loss: the reverse.
 
 # %%
-display(scores.wins_losses(pq).style.hide(axis="index"))
-scores.losses_by_runs(pq).style.hide(axis="index")
+show(scores.wins_losses(pq), profile=cfg)
+show(scores.losses_by_runs(pq), profile=cfg)
 
 # %% [markdown]
 # ## Charts
 
 # %%
 rs = scores.run_scores(pq)
-plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png")
+plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png", names=names)
 
 # %%
-plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png")
+plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png", names=names)
 
 # %% [markdown]
 # ## Every condition
@@ -158,20 +141,26 @@ plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png")
 
 # %%
 conditions = pipeline.condition_table(cfg)
-plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png") if not conditions.empty else None
+plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png", names=names)
 
 # %%
-whole_table(conditions.round(3), cfg, "conditions", "every design in every condition")
+shown = ["condition", "design", "runs", "questions", "recall_at_5", "recall_at_5_delta", "recall_at_5_low",
+         "recall_at_5_high", "mrr_at_10", "mrr_at_10_delta", "mrr_at_10_low", "mrr_at_10_high", "both_found_at_10",
+         "searches", "latency_median_s", "llm_calls", "tokens", "not_scored"]
+whole_table(conditions[[c for c in shown if c in conditions]] if not conditions.empty else conditions, cfg,
+            "conditions", "every design in every condition (the CSV has every column)")
 
 # %% [markdown]
 # ## Which step is worth its cost
-# Each design's recall@5 and MRR@10 against what it costs per question: its mean latency, and its
-# LLM tokens (offline the local model has no fee, so tokens stand for what an API would bill; with the
-# article profile the cost axis is list-price USD). A design on a panel's frontier (filled) has no
-# other design that is at least as good for at most the same cost; a line spans its lowest to highest run.
+# Per condition, each design's MRR@10 against its median latency per question (the tables' latency),
+# each point labelled with its LLM tokens per question (offline the local model has no fee, so tokens
+# stand for what an API would bill; with the article profile, list-price USD). A design on a panel's
+# frontier (filled) has no other design that is at least as good for at most the same latency; a line
+# spans its lowest to highest run; points that would cover each other are moved sideways just enough
+# to show each one.
 
 # %%
-plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png") if not conditions.empty else None
+plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png", names=names)
 
 # %% [markdown]
 # ## Every condition: by style, by length, and power
@@ -181,9 +170,9 @@ plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png") i
 
 # %%
 per_condition = pipeline.condition_breakdowns(cfg)
-whole_table(per_condition["by_style"].round(3), cfg, "conditions_by_style", "every condition, by question style")
-whole_table(per_condition["by_length"].round(3), cfg, "conditions_by_length", "every condition, by question length")
-whole_table(per_condition["power"].round(4), cfg, "conditions_power", "every condition, power against dense")
+whole_table(per_condition["by_style"], cfg, "conditions_by_style", "every condition, by question style")
+whole_table(per_condition["by_length"], cfg, "conditions_by_length", "every condition, by question length")
+whole_table(per_condition["power"], cfg, "conditions_power", "every condition, power against dense", decimals=4)
 
 # %%
 display(Markdown("**Power in every condition.** " + (
@@ -219,17 +208,18 @@ else:
     flagged = drift[drift.status == "DRIFT"]
     display(Markdown("**No drift**: every design matches the expected scores." if flagged.empty else
                      f"**DRIFT** in {len(flagged)} value(s): see the table."))
-    display(drift.style.hide(axis="index").format(precision=6))
+    show(drift, profile=cfg, decimals_for={"expected": 6, "got": 6, "drift": 6})
 
 # %%
 better = deltas[(deltas.low > 0)]
 worse = deltas[(deltas.high < 0)]
-names = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
-text = (f"Over {len(common)} questions, dense reaches recall@5 {summary.set_index('design').loc['dense', 'recall_at_5']:.3f}. "
-        + ("Measurably better than dense: " + "; ".join(f"{r.design} on {names[r.metric]} ({r.delta:+.3f})"
-                                                        for r in better.itertuples()) + ". " if len(better) else
-           "No design is measurably better than dense on either measure. ")
-        + ("Measurably worse: " + "; ".join(f"{r.design} on {names[r.metric]} ({r.delta:+.3f})"
-                                            for r in worse.itertuples()) + "." if len(worse) else
-           "None is measurably worse."))
+measure = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+dense_row = summary.set_index("design").loc["dense"]
+text = (f"Over {len(common)} questions (dense: recall@5 {dense_row.recall_at_5:.3f}, MRR@10 {dense_row.mrr_at_10:.3f}), "
+        + ("measurably better than dense: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f})"
+                                                        for r in better.itertuples()) if len(better) else
+           "no design is measurably better than dense on either measure")
+        + ("; measurably worse: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f})"
+                                              for r in worse.itertuples()) + "." if len(worse) else
+           "; none is measurably worse."))
 reading(text)

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 9. Failure cases
+# # 11. Failure cases
 #
 # *Where, and why, do the LLM designs find the source where dense does not, or lose it?*
 #
@@ -34,7 +34,7 @@ from IPython.display import Markdown, display
 from lib import pipeline
 from lib.config import notebook_profile
 from lib.evaluation import failures
-from lib.report.pages import open_page, reading, whole_table
+from lib.report.pages import open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
 open_page(cfg)
@@ -58,16 +58,16 @@ whole_table(cases, cfg, "differing_cases", "every (question, design, run) whose 
 # %%
 agent = pq[pq.design == "agent"]
 if agent.empty:
-    display(Markdown("No agent run saved."))
+    display(Markdown("No complete agent run yet (a run stopped part-way is saved, not scored)."))
 else:
     usage = pd.DataFrame({
         "stopped after 1 search": [(agent.searches == 1).mean()],
         "used 2": [(agent.searches == 2).mean()],
         "used all 3": [(agent.searches == 3).mean()],
         "used all 3 and still missed at 5": [((agent.searches == 3) & (agent.recall_at_5 == 0)).mean()],
-    }).T.rename(columns={0: "share of (question, run)"})
-    display(usage.style.format("{:.1%}"))
-    display(agent.stop_reason.value_counts().rename("stop reasons").to_frame())
+    }).T.rename(columns={0: "share of (question, run)"}).rename_axis("searches").reset_index()
+    show(usage, shares={"share of (question, run)"})
+    show(agent.stop_reason.value_counts().rename("(question, run) pairs").rename_axis("ended by").reset_index())
 
 # %% [markdown]
 # ## The words the agent added
@@ -77,14 +77,14 @@ else:
 
 # %%
 added, added_summary = failures.agent_added_words(results, pq, qtext)
-added_summary
+show(added_summary, profile=cfg)
 
 # %%
 if len(added):
     words = added.added_words.str.split().explode().dropna()
     display(Markdown(f"{len(added)} agent queries, {added.n_added.mean():.1f} added words per query on average; "
                      "most frequent added words:"))
-    display(words.value_counts().head(20).rename("times added").to_frame())
+    show(words.value_counts().head(20).rename("times added").rename_axis("word").reset_index())
     whole_table(added, cfg, "agent_added_words", "every query the agent wrote, with the words it added")
 
 # %% [markdown]
@@ -93,7 +93,7 @@ if len(added):
 # %%
 found = pq.groupby("qid").mrr_at_10.max()
 missed = [q for q in found.index if found[q] == 0]
-pd.DataFrame([{"qid": q, "question": qtext[q]} for q in missed])
+show(pd.DataFrame([{"qid": q, "question": qtext[q]} for q in missed]))
 
 # %%
 n_better = int((cases.change == "better").sum()) if len(cases) else 0

@@ -11,9 +11,18 @@ as the Makefile leaves them): each is reported with its error and path. The inde
 only when nothing failed. Exits 0 when every page was written, 1 when a notebook failed or a page
 could not be rendered or written (the pages already there are kept whole), 2 on a bad profile or
 parameter.
+
+The pages written in this command (and, once the whole command succeeded, every page in the folder)
+then link pages that exist: the folder's own, else the shipped report's (so a one-notebook rerun into
+its own folder links the shipped pages of the notebooks it did not run); a link to a page that exists
+nowhere becomes its text. When a notebook failed, the pages not written in this command are left
+exactly as they were. For the shipped report the README's
+generated answer and results table are rewritten from the same numbers as the index.
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -51,34 +60,104 @@ def failure_message(path: Path) -> str:
     return f"{path.stem}: the run did not complete: {why}; its executed notebook: {shown_path(path)} (not rendered)"
 
 
+def page_links(folder: Path, shipped: Path = ROOT / "report") -> dict[str, str | None]:
+    """Each notebook page (and the index) as a page in ``folder`` links it: the folder's own page, else
+    the shipped report's (a path relative to ``folder``), else None (no page anywhere)."""
+    from lib.report.index_page import notebook_titles
+
+    out = {}
+    for name in [*notebook_titles(), "index"]:
+        if (folder / f"{name}.html").exists():
+            out[name] = f"{name}.html"
+        elif (shipped / f"{name}.html").exists():
+            out[name] = os.path.relpath(shipped / f"{name}.html", folder)
+        else:
+            out[name] = None
+    return out
+
+
+_ANCHOR = re.compile(r"""<a\s+href="([^"#:?]+\.html)"([^>]*)>(.*?)</a>""", re.S)
+
+
+def relink(page: Path, links: dict[str, str | None]) -> bool:
+    """Point every link of ``page`` to a notebook page or the index at the page that exists
+    (``page_links``); a link to a page that exists nowhere becomes its text. True when it changed."""
+    text = page.read_text(encoding="utf-8")
+
+    def fix(m):
+        name = Path(m.group(1)).stem
+        if name not in links:
+            return m.group(0)
+        target = links[name]
+        return m.group(3) if target is None else f'<a href="{target}"{m.group(2)}>{m.group(3)}</a>'
+
+    new = _ANCHOR.sub(fix, text)
+    if new != text:
+        from lib.io import write_text
+
+        write_text(page, new)
+    return new != text
+
+
+def relink_folder(cfg, pages: list[Path] | None = None) -> None:
+    """The given pages (by default every page of the run's report folder, once the whole command has
+    succeeded) link pages that exist: the folder's own, else the shipped report's. A page that cannot
+    be read or written is left as it is, with a warning."""
+    if not cfg.report_dir.is_dir():
+        return
+    links = page_links(cfg.report_dir)
+    for page in sorted(cfg.report_dir.glob("*.html")) if pages is None else pages:
+        if not page.is_file():
+            continue
+        try:
+            relink(page, links)
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"warning: {shown_path(page)}: its links were not checked ({exc})", file=sys.stderr)
+
+
 def write_index(cfg) -> Path | None:
     """The charts and the index page, from the saved results; None when the run has no summary yet.
 
     The charts, the page and its figures are made in a scratch folder and written into place
-    atomically, so a failed write leaves the files that were there whole."""
+    atomically, so a failed write leaves the files that were there whole. For the shipped report
+    the README's generated answer and results table are brought up to date too."""
     from lib import pipeline
     from lib.io import write_bytes
     from lib.report import plots
-    from lib.report.index_page import build_index, notebook_titles
+    from lib.report.article import article_figures
+    from lib.report.display import design_namer
+    from lib.report.index_page import build_index, readme_answer, readme_results, runs_table, update_readme
 
     if not (pipeline.results_dir(cfg) / "summary.json").exists():
         return None
-    figs = [cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("conditions", "frontier", "scores", "deltas")]
+    names = design_namer(cfg)
+    figs = {k: cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("headline", "frontier", "conditions")}
     conditions = pipeline.condition_table(cfg)
+    try:
+        scored = pipeline.load_scored(cfg)
+    except DataError as exc:
+        print(f"warning: the agent's table on the index is left out: {exc}", file=sys.stderr)
+        scored = None
     with tempfile.TemporaryDirectory(prefix="index-") as tmp:
         scratch = Path(tmp)
-        if not conditions.empty:
-            for chart, fig in ((plots.conditions_chart, figs[0]), (plots.frontier_chart, figs[1])):
-                chart(conditions, scratch / "charts" / fig.name)
-                write_bytes(fig, (scratch / "charts" / fig.name).read_bytes())
-        for nb in notebook_titles():  # the index links the pages that exist in the report folder
-            if (cfg.report_dir / f"{nb}.html").exists():
-                (scratch / f"{nb}.html").touch()
-        built = build_index(scratch, pipeline.results_dir(cfg), cfg.name, figs, bench=ROOT / "results" / "bench.json",
-                            conditions=conditions)
+        charts = ((plots.headline_chart, figs["headline"], {"article": article_figures()}),
+                  (plots.frontier_chart, figs["frontier"], {}), (plots.conditions_chart, figs["conditions"], {}))
+        for chart, fig, kwargs in charts:
+            chart(conditions, scratch / "charts" / fig.name, names=names, **kwargs)
+            write_bytes(fig, (scratch / "charts" / fig.name).read_bytes())
+        links = page_links(cfg.report_dir)
+        built = build_index(scratch, pipeline.results_dir(cfg), cfg, [figs["conditions"]],
+                            bench=ROOT / "results" / "bench.json", conditions=conditions, headline=figs["headline"],
+                            frontier=figs["frontier"], scored=scored, links=links, pages_dir=cfg.report_dir,
+                            runs=runs_table(cfg, conditions))
         for f in sorted((scratch / "figures").glob("*")):
             write_bytes(cfg.report_dir / "figures" / f.name, f.read_bytes())
-        return write_bytes(cfg.report_dir / built.name, built.read_bytes())
+        out = write_bytes(cfg.report_dir / built.name, built.read_bytes())
+    if cfg.shipped:
+        figure = Path(os.path.relpath(figs["headline"], ROOT)).as_posix()
+        if update_readme(readme_answer(conditions, cfg, figure), readme_results(conditions, pipeline.results_dir(cfg), cfg)):
+            print("README.md: the answer and the results table brought up to date")
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -92,12 +171,14 @@ def main(argv: list[str]) -> int:
     for path in lists["--failed"]:
         print(f"error: {failure_message(Path(path))}", file=sys.stderr)
         status = 1
+    written = []
     for name in lists["--completed"]:
         try:
-            render(cfg.report_dir / f"{Path(name).stem}.ipynb", cfg.report_dir)
+            written.append(render(cfg.report_dir / f"{Path(name).stem}.ipynb", cfg.report_dir))
         except ReportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = 1
+    relink_folder(cfg, written)  # the pages written now link pages that exist, whatever happens to the index
     if status:
         print(f"error: {shown_path(cfg.report_dir / 'index.html')} not rebuilt, as a notebook did not complete "
               "(the pages not rendered in this command are as they were)", file=sys.stderr)
@@ -112,6 +193,7 @@ def main(argv: list[str]) -> int:
     except (DataError, ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    relink_folder(cfg)
     if out is not None:
         print(shown_path(out))
     return 0

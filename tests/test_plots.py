@@ -22,31 +22,115 @@ def test_cost_axis_is_usd_only_where_a_design_has_a_fee():
     assert plots.cost_axis(article)[0] == "cost_usd_per_q"
 
 
-def _row(condition, design, r5, mrr, lat, tokens, lo=None, hi=None):
+def _row(condition, design, r5, mrr, lat, tokens, lo=None, hi=None, calls=0.0):
     return {"condition": condition, "design": design, "recall_at_5": r5, "mrr_at_10": mrr, "latency_mean_s": lat,
-            "tokens": tokens, "cost_usd_per_q": 0.0, "recall_at_5_min": r5, "recall_at_5_max": r5,
+            "latency_median_s": lat, "tokens": tokens, "cost_usd_per_q": 0.0, "llm_calls": calls,
+            "recall_at_5_min": r5, "recall_at_5_max": r5,
             "mrr_at_10_min": lo if lo is not None else mrr, "mrr_at_10_max": hi if hi is not None else mrr}
 
 
-def test_frontier_chart_fills_frontier_points_and_draws_run_ranges(tmp_path):
+def _points(ax):
+    return [line for line in ax.lines if line.get_marker() == "o"]
+
+
+def test_frontier_chart_one_panel_per_condition_fills_frontier_points_and_draws_run_ranges(tmp_path):
     t = pd.DataFrame([_row("full", "dense", 0.90, 0.80, 0.04, 0), _row("full", "bm25", 0.95, 0.90, 0.001, 0),
-                      _row("full", "agent", 0.97, 0.92, 6.0, 2400, lo=0.90, hi=0.94),
-                      _row("short", "dense", 0.70, 0.60, 0.04, 0), _row("short", "agent", 0.60, 0.50, 6.0, 2400)])
+                      _row("full", "agent", 0.97, 0.92, 6.0, 2400, lo=0.90, hi=0.94, calls=1.7),
+                      _row("short", "dense", 0.70, 0.60, 0.04, 0), _row("short", "agent", 0.60, 0.50, 6.0, 2400, calls=1.7)])
     fig = plots.frontier_chart(t, tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 0
-    axes = fig.axes
-    assert len(axes) == 8  # 2 conditions x (recall@5, MRR@10) x (latency, tokens)
-    mrr_latency_full = axes[2]
-    points = {round(line.get_xdata()[0], 3): line for line in mrr_latency_full.lines if line.get_marker() == "o"}
-    filled = {x for x, line in points.items() if line.get_markerfacecolor() != "white"}
-    assert filled == {0.001, 6.0}  # bm25 (cheapest, better than dense) and agent (best); dense is beaten
-    ranges = [line for line in mrr_latency_full.lines if line.get_marker() != "o"]
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["full", "short"]  # one panel per condition
+    full, short = panels
+    assert "median latency" in full.get_xlabel()
+    filled = {round(line.get_ydata()[0], 3) for line in _points(full) if line.get_markerfacecolor() != "white"}
+    assert filled == {0.90, 0.92}  # bm25 (fastest, better than dense) and agent (best); dense is beaten
+    ranges = [line for line in full.lines if line.get_marker() != "o"]
     assert len(ranges) == 1 and list(ranges[0].get_ydata()) == pytest.approx([0.90, 0.94])
-    short_mrr_tokens = axes[7]
-    assert "tokens" in short_mrr_tokens.get_xlabel()
-    # short: dense is cheaper and better than the agent, so it alone is filled
-    pts = [line for line in short_mrr_tokens.lines if line.get_marker() == "o"]
-    assert sum(line.get_markerfacecolor() != "white" for line in pts) == 1
+    # short: dense is faster and better than the agent, so it alone is filled
+    assert sum(line.get_markerfacecolor() != "white" for line in _points(short)) == 1
+    labels = [t.get_text() for t in full.texts]
+    assert "agent, 2,400 tokens" in labels and "dense" in labels
+
+
+def test_frontier_chart_spreads_designs_at_the_same_point_and_labels_never_overlap(tmp_path):
+    """Five designs with no model cost at the same latency and nearly the same score: every point
+    and every label is visible (at most two columns of panels)."""
+    rows = [_row(c, d, 0.99, 0.95 + i * 0.001, 0.11, 0) for c in ("a", "b", "c") for i, d in
+            enumerate(["dense", "rerank", "hybrid", "hybrid_rerank", "escalate"])]
+    rows += [_row(c, "agent", 0.9, 0.8, 6.0, 900, calls=1.6) for c in ("a", "b", "c")]
+    fig = plots.frontier_chart(pd.DataFrame(rows), tmp_path / "f.png")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert len({round(ax.get_position().x0, 3) for ax in panels}) <= 2
+    renderer = plots._renderer(fig)
+    for ax in panels:
+        xs = [ax.transData.transform((line.get_xdata()[0], line.get_ydata()[0]))[0] for line in _points(ax)]
+        assert len(xs) == 6 and min(b - a for a, b in zip(sorted(xs), sorted(xs)[1:])) >= 4  # nudged apart
+        boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        assert len(boxes) == 6
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_every_chart_writes_no_text_under_9_points(tmp_path):
+    t = pd.DataFrame([_row("full questions", "dense", 0.90, 0.80, 0.04, 0),
+                      _row("full questions", "agent", 0.97, 0.92, 6.0, 2400, calls=1.7)])
+    t["recall_at_5_delta"], t["recall_at_5_low"], t["recall_at_5_high"] = [None, 0.07], [None, 0.01], [None, 0.1]
+    t["mrr_at_10_delta"], t["mrr_at_10_low"], t["mrr_at_10_high"] = [None, 0.12], [None, 0.05], [None, 0.2]
+    t["questions"], t["runs"] = [100, 100], [1, 3]
+    rs = pd.DataFrame([{"design": "dense", "run": 1, "recall_at_5": 0.9, "mrr_at_10": 0.8},
+                       {"design": "agent", "run": 1, "recall_at_5": 0.95, "mrr_at_10": 0.9},
+                       {"design": "agent", "run": 2, "recall_at_5": 0.97, "mrr_at_10": 0.92}])
+    deltas = pd.DataFrame([{"design": "agent", "metric": m, "delta": 0.05, "low": 0.01, "high": 0.1}
+                           for m in ("recall_at_5", "mrr_at_10")])
+    figs = [plots.frontier_chart(t, tmp_path / "a.png"), plots.headline_chart(t, tmp_path / "b.png"),
+            plots.conditions_chart(t, tmp_path / "c.png"), plots.scores_chart(rs, tmp_path / "d.png"),
+            plots.deltas_chart(deltas, tmp_path / "e.png")]
+    for fig in figs:
+        assert fig.get_figwidth() <= 12.6
+        for text in fig.findobj(matplotlib.text.Text):
+            if text.get_text().strip():
+                assert text.get_fontsize() >= 9, (text.get_text(), text.get_fontsize())
+
+
+def test_scores_chart_writes_each_value_on_its_own_row(tmp_path):
+    rs = pd.DataFrame([{"design": d, "run": 1, "recall_at_5": v, "mrr_at_10": v} for d, v in
+                       (("dense", 0.9), ("rerank", 0.95), ("loop", 0.2))])
+    fig = plots.scores_chart(rs, tmp_path / "s.png", names=lambda d: d.upper())
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["DENSE", "RERANK", "LOOP"]
+    rows = {round(p.get_ydata()[0], 6) for p in _points(ax)}
+    assert {round(t.xy[1], 6) for t in ax.texts} == rows  # beside its point, not between two rows
+    assert all(t.get_va() == "center" for t in ax.texts)
+
+
+def test_headline_chart_one_panel_per_condition_with_the_article_beside_ours(tmp_path):
+    from lib.report.article import article_figures
+
+    rows = []
+    for c in ("full questions", "short questions"):
+        rows.append({"condition": c, "design": "dense", "runs": 1, "questions": 297, "llm_calls": 0.0})
+        rows.append({"condition": c, "design": "rerank", "runs": 1, "questions": 297, "llm_calls": 0.0,
+                     "recall_at_5_delta": 0.01, "recall_at_5_low": 0.0, "recall_at_5_high": 0.02,
+                     "mrr_at_10_delta": 0.05, "mrr_at_10_low": 0.03, "mrr_at_10_high": 0.07})
+    rows.append({"condition": "full questions", "design": "agent", "runs": 0, "questions": 0,
+                 "not_scored": "run 1 stopped part-way"})
+    fig = plots.headline_chart(pd.DataFrame(rows), tmp_path / "h.png", names=lambda d: f"<{d}>",
+                               article=article_figures())
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["full questions (297 questions)", "short questions (297 questions)"]
+    full, short = panels
+    ticks = [t.get_text() for t in full.get_yticklabels()]
+    assert ticks == ["<rerank>", "the article's rerank", "<agent>", "the article's agent"]
+    assert [t.get_text() for t in short.get_yticklabels()] == ["<rerank>", "<agent>"]
+    assert "no complete run yet" in [t.get_text() for t in full.texts]
+    assert "not run here yet" in [t.get_text() for t in short.texts]
+    colours = {line.get_color() for line in full.lines if line.get_marker() in ("o", "s")}
+    assert plots.ARTICLE_COLOUR in colours and plots.PLAIN_COLOUR in colours
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    legend = [t.get_text() for leg in legends for t in leg.get_texts()]
+    assert "called a language model" in legend and "called no language model" in legend
+    empty = plots.headline_chart(pd.DataFrame(), tmp_path / "e.png")
+    assert "No design has a complete run yet" in empty.axes[0].texts[0].get_text()
 
 
 def test_question_lengths_without_styles(tmp_path):

@@ -11,30 +11,35 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import load_profile
+from .display import styled
 from .pages import reading, whole_table
-from .plots import _save
+from .plots import SMALL, _save
 
 
 def sweep_chart(swept: pd.DataFrame, choice: dict, path):
-    """Dev MRR@10 of the mixed answer against the share of questions escalated, one line per signal,
-    the chosen point circled; the axis of MRR@10 starts at 0."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    """Dev MRR@10 of the mixed answer minus never escalating (the first pass alone), against the share
+    of questions escalated, one line per signal, the chosen point circled; and the questions helped
+    minus hurt. Both axes of differences are centred on a zero line, so the differences show."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    base = swept.loc[swept["escalated"] == 0, "mrr@10"]
+    base = float(base.iloc[0]) if len(base) else float(swept["mrr@10"].max())
     for signal, g in swept.groupby("signal", sort=False):
         g = g.sort_values("escalated")
-        axes[0].plot(g["escalated"] * 100, g["mrr@10"], marker="o", label=signal)
+        axes[0].plot(g["escalated"] * 100, g["mrr@10"] - base, marker="o", label=signal)
         axes[1].plot(g["escalated"] * 100, g["helped"] - g["hurt"], marker="o", label=signal)
-    axes[0].scatter([choice["escalated"] * 100], [choice["mrr@10"]], s=180, facecolors="none", edgecolors="black",
-                    label="chosen")
-    axes[0].set_ylim(0, 1.02)
-    axes[0].set_ylabel("dev MRR@10 (mixed answer)")
-    axes[1].axhline(0, color="grey", lw=0.8)
-    axes[1].set_ylabel("questions helped minus hurt")
+    axes[0].scatter([choice["escalated"] * 100], [choice["mrr@10"] - base], s=180, facecolors="none",
+                    edgecolors="black", label="chosen", zorder=3)
+    axes[0].set_ylabel(f"dev MRR@10 minus never escalating\n(never escalating: {base:.3f})", fontsize=SMALL)
+    axes[1].set_ylabel("questions helped minus hurt", fontsize=SMALL)
     for ax in axes:
-        ax.set_xlabel("dev questions escalated (%)")
+        ax.axhline(0, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("dev questions escalated (%)", fontsize=SMALL)
         ax.set_xlim(left=0)
-    axes[0].legend(fontsize=8, loc="lower right")
-    axes[0].set_title("choosing the signal on dev (full + short)")
-    axes[1].set_title("net questions helped by escalating")
+        ax.tick_params(labelsize=SMALL)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=SMALL, loc="lower left")
+    axes[0].set_title("choosing the signal on dev (full + short questions)", fontsize=10)
+    axes[1].set_title("net questions helped by escalating", fontsize=10)
     return _save(fig, path)
 
 
@@ -79,7 +84,7 @@ def outcomes_report(profile) -> pd.DataFrame:
     if table.empty:
         reading("escalate has no complete saved run yet.")
         return table
-    display(table.style.hide(axis="index").format(precision=3, na_rep="-"))
+    display(styled(table))
     parts = []
     for _, r in table.iterrows():
         saved = (f", {r.calls_saved_vs_agent:.0%} fewer LLM calls than always running the agent"

@@ -1,18 +1,44 @@
-"""The report's index page: the headline table, the two charts and the plain-language answer,
-all generated from the saved scores, with links to every rendered notebook."""
+"""The report's index page, generated from the saved runs: the question, the answer in a few
+sentences and the headline figure on its first screen; then what was compared and the scores,
+why the agent wins or loses, cost and latency, what differs from the article, the notebooks (each
+with its own finding), how each run was produced, and speed.
+
+Every number comes from the condition table (``pipeline.condition_table``, computed from the saved
+runs when the report is built) or, where none is given, from the scores notebook's saved summary;
+a design without a complete run is named as such, never left out silently."""
 from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 from ..config import ROOT
-from .article import article_cell
+from .article import article_cell, article_figures
+from .display import DASH, calls_a_model, design_namer, fixed, number, seconds, with_range
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
+DEFAULT_CONDITION = "full questions"
+METRICS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+QUESTION = "Does an agent that can search again find better evidence than plain search?"
+# what each design does, in a few words (the rerank step is described from the profile)
+DESIGN_WORDS = {
+    "dense": "embed the question, return the nearest abstracts (the baseline)",
+    "multiquery": "an LLM writes 3 rewrites; 4 searches fused by reciprocal rank fusion (k = 60)",
+    "agent": "search; an LLM sees the top-5 titles of every search so far and stops or writes a new query; at most 3 "
+             "searches, fused by RRF (the article's agent)",
+    "bm25": "keyword search (BM25) over title + abstract",
+    "hybrid": "the BM25 and dense lists fused by RRF",
+    "hybrid_rerank": "the hybrid top 50 reordered by the rerank step",
+    "agent_rerank": "the agent's fused list reordered by the rerank step",
+    "escalate": "hybrid_rerank first; the agent only where a confidence signal chosen on dev says the first pass is weak",
+    "loop": "a tool-calling loop: the model calls search and read itself and cites the papers it relies on",
+}
+ARTICLE_DESIGNS = ("dense", "rerank", "multiquery", "agent")
 
 
 def notebook_titles(path: Path = NOTEBOOK_LIST) -> dict[str, str]:
@@ -21,129 +47,365 @@ def notebook_titles(path: Path = NOTEBOOK_LIST) -> dict[str, str]:
     return {name: title for name, title in rows}
 
 
-def headline_table(results_dir: Path) -> pd.DataFrame:
-    """recall@5 and MRR@10 with their ranges, searches, cost and latency per design."""
-    summary = json.loads((results_dir / "summary.json").read_text())
-    deltas = pd.read_csv(results_dir / "deltas.csv")
+def _profile(profile):
+    from ..config import load_profile
+
+    return load_profile(profile) if isinstance(profile, str) else profile
+
+
+# --------------------------------------------------------------------------- the numbers
+def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | None = None,
+                    condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """Per-design summaries (``scores.design_summary`` records) and their differences from dense
+    (``scores.deltas``) in the condition table's columns (one condition)."""
+    head = headroom or {}
     rows = []
-    for d in summary["designs"]:
-        row = {"design": d["design"], "runs": d["runs"], "questions": d["questions"]}
-        for m, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")):
-            cell = f"{d[m]:.3f}"
-            if d["runs"] > 1:
-                cell += f" (runs {d[m + '_min']:.3f}–{d[m + '_max']:.3f})"
-            row[label] = cell
-            dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)]
-            row[f"{label} − dense [95% range]"] = ("—" if dl.empty else
-                                                   f"{dl.delta.iloc[0]:+.3f} [{dl.low.iloc[0]:+.3f}, {dl.high.iloc[0]:+.3f}]")
-            row[f"article {label} (− dense [range])"] = article_cell(d["design"], m)
-        row["searches / q"] = f"{d['searches']:.2f}"
-        if d["cost_usd_per_q"]:
-            row["cost / q (USD)"] = f"{d['cost_usd_per_q']:.5f}"
-        else:
-            row["cost / q (USD)"] = "0 (local model: no fee)" if d["llm_calls"] else "0"
-        row["latency median (s)"] = f"{d['latency_median_s']:.2f}"
+    for d in designs:
+        row = {"condition": condition, **{k: d.get(k) for k in (
+            "design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s", "latency_mean_s",
+            "llm_calls", "cost_usd_per_q", "recall_at_5_min", "recall_at_5_max", "mrr_at_10_min", "mrr_at_10_max")},
+               "tokens": (d.get("tokens_in") or 0) + (d.get("tokens_out") or 0),
+               "dense_misses_at_5": head.get("dense_misses_at_5"), "not_scored": ""}
+        for m in METRICS:
+            dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)] if not deltas.empty else deltas
+            row.update({f"{m}_delta": dl.delta.iloc[0] if len(dl) else None,
+                        f"{m}_low": dl.low.iloc[0] if len(dl) else None,
+                        f"{m}_high": dl.high.iloc[0] if len(dl) else None})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def plain_answer(results_dir: Path) -> str:
-    """The answer the numbers support, in words, generated from deltas.csv and summary.json."""
-    summary = json.loads((results_dir / "summary.json").read_text())
-    deltas = pd.read_csv(results_dir / "deltas.csv")
-    head = summary["headroom"]
-    parts = [f"On {summary['questions_scored']} reviewed questions, dense search alone finds the source paper in its "
-             f"top 5 for all but {head['dense_misses_at_5']} (the most any design could gain in recall@5 is "
-             f"{head['max_recall_gain']:.3f})."]
-    for d in dict.fromkeys(deltas.design):
-        sub = deltas[deltas.design == d]
-        if sub.empty:
-            continue
-        bits = []
-        for _, r in sub.iterrows():
-            label = "recall@5" if r.metric == "recall_at_5" else "MRR@10"
-            verdict = ("no difference the data can tell from zero" if r.includes_zero else
-                       ("better than dense" if r.delta > 0 else "worse than dense"))
-            bits.append(f"{label} {r.delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]: {verdict}")
-        parts.append(f"**{d}** vs dense: " + "; ".join(bits) + ".")
-    agent = [x for x in summary["designs"] if x["design"] == "agent"]
-    if agent:
-        a = agent[0]
-        parts.append(f"The agent searched {a['searches']:.2f} times per question on average "
-                     f"(stopped after one search in {a['searches_1']:.0%} of cases).")
-        sub = deltas[(deltas.design == "agent")]
-        if not sub.empty and sub.includes_zero.all():
-            parts.append("So in this setting an agent that can search again did **not** find measurably better "
-                         "evidence than plain search.")
-        elif not sub.empty and (sub.delta > 0).all() and not sub.includes_zero.any():
-            parts.append("So in this setting the agent found measurably better evidence than plain search.")
-        elif not sub.empty and (sub.delta < 0).all() and not sub.includes_zero.any():
-            parts.append("So in this setting the agent found measurably worse evidence than plain search.")
-    if summary.get("loop"):
-        from .loop import summary_sentence
-
-        parts.append(summary_sentence(summary["loop"]))
-    if summary.get("profile") != "article":
-        parts.append("These numbers come from the offline profile's parts, not the article's (see "
-                     "\"What differs from the article\" below): a 1.5B local model in place of Claude Haiku, "
-                     "and a rerank step chosen here on a dev set.")
-    return " ".join(parts)
+def conditions_from_summary(results_dir: Path, condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """The scores notebook's saved summary (``summary.json``, ``deltas.csv``) in the condition table's
+    columns, for an index built without the table (one condition)."""
+    path = Path(results_dir) / "summary.json"
+    if not path.exists():
+        return pd.DataFrame()
+    summary = json.loads(path.read_text())
+    dpath = Path(results_dir) / "deltas.csv"
+    deltas = pd.read_csv(dpath) if dpath.exists() else pd.DataFrame(columns=["design", "metric"])
+    return conditions_from(summary.get("designs", []), deltas, summary.get("headroom"), condition)
 
 
-def _provenance_lines(results_dir: Path) -> str:
-    summary = json.loads((results_dir / "summary.json").read_text())
+def _scored(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows with a complete, scored run."""
+    if table.empty or "questions" not in table:
+        return table.iloc[0:0]
+    return table[table.questions.fillna(0) > 0]
+
+
+def verdict(row, metric: str) -> str | None:
+    """better / worse / same (the 95% range holds 0) against dense, or None where not compared."""
+    low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return None
+    return "better" if low > 0 else ("worse" if high < 0 else "same")
+
+
+def overall(row) -> str | None:
+    """One word for both measures: better (one better, none worse), worse, mixed, same."""
+    vs = {verdict(row, m) for m in METRICS} - {None}
+    if not vs:
+        return None
+    if "better" in vs and "worse" in vs:
+        return "mixed"
+    return "better" if "better" in vs else ("worse" if "worse" in vs else "same")
+
+
+VERDICT_WORDS = {"better": "measurably better than", "worse": "measurably worse than",
+                 "same": "not measurably different from", "mixed": "better on one measure and worse on the other than"}
+
+
+def _not_scored_note(table: pd.DataFrame, condition: str, design: str) -> str:
+    rows = table[(table.condition == condition) & (table.design == design)]
+    if rows.empty:
+        return "not run yet"
+    note = str(rows.not_scored.iloc[0]) if "not_scored" in rows and pd.notna(rows.not_scored.iloc[0]) else ""
+    return "no complete run yet" + (f" ({note}: saved, not scored)" if note else "")
+
+
+def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAULT_CONDITION,
+                    design: str = "agent") -> str:
+    """The answer in three to five sentences, generated from the condition table: the agent against
+    dense in the default condition beside the article's published difference; how that holds in the
+    other conditions; which step does beat dense; the headroom; and whose parts produced it.
+    Text with **bold** marks (``_md_bold`` turns it into HTML)."""
+    name = design_namer(profile)
+    scored = _scored(table)
+    if scored.empty:
+        return ("Not answered yet: no design has a complete, scored run, so nothing can be compared with dense. "
+                "The runs saved so far are listed under \"How each run was produced\".")
+    conditions = list(dict.fromkeys(table.condition))
+    default = default if default in conditions else conditions[0]
+    art = article_figures()["results"].get(design, {})
     out = []
-    for design, rows in summary["provenance"].items():
-        most = max((r["questions"] for r in rows), default=0)
-        for r in rows:
-            items = ", ".join(f"{k}: {v}" for k, v in r.items() if k not in ("run file",))
-            note = " <b>(stopped part-way: saved, not scored)</b>" if r["questions"] < most else ""
-            out.append(f"<li><code>{html.escape(r['run file'])}</code>: {html.escape(items)}{note}</li>")
-    return "\n".join(out)
-
-
-def condition_html(table: pd.DataFrame) -> str:
-    """The condition x design table as HTML: scores with ranges against dense in that condition."""
-    rows = []
-    for _, r in table.iterrows():
-        if not r.get("questions"):
-            rows.append({"condition": r.condition, "design": r.design, "runs": "—", "questions": "—",
-                         "recall@5 (− dense [95% range])": f"not scored: {r.not_scored}", "MRR@10 (− dense [95% range])": "",
-                         "both found @10": "",
-                         "dense misses at 5": "", "searches / q": "", "latency median (s)": ""})
+    row = scored[(scored.condition == default) & (scored.design == design)]
+    if not row.empty and overall(row.iloc[0]) is not None:
+        r = row.iloc[0]
+        word = overall(r)
+        lead = {"worse": "**No**", "better": "**Yes**", "same": "**Not measurably**", "mixed": "**Not clearly**"}[word]
+        runs = f"{int(r.runs)} run" + ("s" if r.runs > 1 else "")
+        art_text = ""
+        if art.get("delta_recall_at_5") and art.get("delta_mrr_at_10"):
+            a5, a10 = art["delta_recall_at_5"], art["delta_mrr_at_10"]
+            art_text = (f"; the article measured {with_range(*a5)} and {with_range(*a10)}, no difference its questions "
+                        "could tell from zero" if all(x[1] <= 0 <= x[2] for x in (a5, a10)) else
+                        f"; the article measured {with_range(*a5)} and {with_range(*a10)}")
+        out.append(f"{lead}: on the {int(r.questions)} {default} the agent ({runs}) is {VERDICT_WORDS[word]} plain dense "
+                   f"search: recall@5 {with_range(r.recall_at_5_delta, r.recall_at_5_low, r.recall_at_5_high)} and "
+                   f"MRR@10 {with_range(r.mrr_at_10_delta, r.mrr_at_10_low, r.mrr_at_10_high)} against dense (95% "
+                   f"ranges){art_text}.")
+    else:
+        out.append(f"**Not answered yet for the {default}**: the agent has {_not_scored_note(table, default, design)} "
+                   "there, so its comparison with dense waits for a complete run.")
+    # the other conditions, grouped by what the agent did there
+    groups: dict[str, list[str]] = {}
+    waiting = []
+    for c in conditions:
+        if c == default:
             continue
-        cells = {}
-        for m, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")):
-            cell = f"{r[m]:.3f}"
-            if pd.notna(r.get(f"{m}_delta")):
-                cell += f" ({r[f'{m}_delta']:+.3f} [{r[f'{m}_low']:+.3f}, {r[f'{m}_high']:+.3f}])"
-            cells[f"{label} (− dense [95% range])"] = cell
-        both = r.get("both_found_at_10")
-        cells["both found @10"] = f"{both:.3f}" if both is not None and pd.notna(both) else ""
-        rows.append({"condition": r.condition, "design": r.design, "runs": int(r.runs), "questions": int(r.questions),
-                     **cells, "dense misses at 5": int(r.dense_misses_at_5), "searches / q": f"{r.searches:.2f}",
-                     "latency median (s)": f"{r.latency_median_s:.2f}"})
-    return pd.DataFrame(rows).to_html(index=False, escape=True, border=0)
+        rr = scored[(scored.condition == c) & (scored.design == design)]
+        if rr.empty or overall(rr.iloc[0]) is None:
+            waiting.append(c)
+            continue
+        groups.setdefault(overall(rr.iloc[0]), []).append(
+            f"{c} (MRR@10 {fixed(rr.iloc[0].mrr_at_10_delta, sign=True)})")
+    pending = {}
+    for c in waiting:
+        pending.setdefault(_not_scored_note(table, c, design).split(" (")[0], []).append(c)
+    later = "; ".join(f"{note} on {_join(cs)}" for note, cs in pending.items())
+    if groups:
+        parts = [f"{VERDICT_WORDS[w]} dense on {_join(items)}" for w, items in groups.items()]
+        out.append("Elsewhere it is " + "; and ".join(parts) + (f" ({later})" if later else "") + ".")
+    elif later:
+        out.append(f"In the other conditions it is {later}.")
+    # what does beat dense
+    best = []
+    for c in conditions:
+        g = scored[(scored.condition == c) & (scored.design != "dense")]
+        g = g[[verdict(r, "mrr_at_10") == "better" or verdict(r, "recall_at_5") == "better" for _, r in g.iterrows()]]
+        if not g.empty:
+            b = g.loc[g.mrr_at_10_delta.astype(float).idxmax()]
+            best.append((c, b.design, float(b.mrr_at_10_delta), float(b.llm_calls or 0) > 0))
+    if best:
+        by: dict[str, list] = {}
+        for c, d, dv, llm in best:
+            by.setdefault(d, []).append((c, dv, llm))
+        bits = []
+        for d, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            vals = [dv for _, dv, _ in items]
+            span = fixed(vals[0], sign=True) if len(vals) == 1 else f"{fixed(min(vals), sign=True)} to " \
+                                                                    f"{fixed(max(vals), sign=True)}"
+            where = f"in {len(items)} of {len(conditions)} conditions" if len(items) > 1 else f"on {items[0][0]}"
+            bits.append(f"**{name(d)}** {where} (MRR@10 {span})")
+        none_llm = not any(llm for *_, llm in best)
+        out.append("The largest measurable gain over dense comes from " + _join(bits)
+                   + (", steps that call no language model." if none_llm and len(bits) > 1 else
+                      ", a step that calls no language model." if none_llm else "."))
+    else:
+        out.append("No design is measurably better than dense in any condition.")
+    dense = scored[(scored.condition == default) & (scored.design != "dense")]
+    if not dense.empty and pd.notna(dense.dense_misses_at_5.iloc[0]):
+        n, miss = int(dense.questions.max()), int(dense.dense_misses_at_5.iloc[0])
+        out.append(f"Dense already finds the source in its top 5 for {n - miss} of the {n} {default}, so no design "
+                   f"can raise recall@5 there by more than {miss / n:.3f}.")
+    return " ".join(out)
 
 
-def condition_answer(table: pd.DataFrame) -> str:
+def _join(items: list[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def parts_note(profile, where: str = "below") -> str:
+    """Whose parts produced the numbers, in one sentence (empty for the article's own parts); ``where``
+    the section "What differs from the article" is (below, on the index)."""
+    cfg = _profile(profile)
+    if cfg.llm_backend == "anthropic":
+        return ""
+    return (f"These numbers come from the {cfg.name} profile's parts, not the article's: {cfg.llm_model} (a local "
+            f"model) instead of Claude Haiku, the embedder {cfg.embedder}, and {rerank_short(cfg)} instead of the "
+            f"article's cross-encoder (\"What differs from the article\" {where}).")
+
+
+def rerank_short(cfg) -> str:
+    """The rerank step in a few words, from the profile's weights: "a rerank step of 1·dense + 1.5·BM25"."""
+    w = {k: v for k, v in cfg.rerank_weights.items() if v}
+    words = {"cross_encoder": "cross-encoder", "dense": "dense", "bm25": "BM25"}
+    return "a rerank step of " + " + ".join(f"{v:g}·{words.get(k, k)}" for k, v in w.items())
+
+
+def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, profile="offline",
+                   condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """One condition's scores for the README: recall@5 and MRR@10 with their ranges against dense
+    and the article's published figures beside them, searches, cost and latency per design (from
+    the condition table when given, else from the saved summary). A design without a complete run
+    is a row that says so."""
+    table = conditions if conditions is not None and not conditions.empty else conditions_from_summary(results_dir)
+    if table.empty:
+        return pd.DataFrame(columns=["design", "runs", "questions"])
+    if condition not in set(table.condition):
+        condition = table.condition.iloc[0]
+    name = design_namer(profile)
+    rows = []
+    for _, r in _registry_order(table[table.condition == condition]).iterrows():
+        row = {"design": name(r.design)}
+        if not (pd.notna(r.get("questions")) and r.questions > 0):
+            row.update({"runs": 0, "questions": 0, "recall@5": _not_scored_note(table, condition, r.design)})
+            row.update({f"article {label} (− dense [range])": article_cell(r.design, m).replace("-", "−")
+                        for m, label in METRICS.items()})
+            rows.append(row)
+            continue
+        row.update({"runs": int(r.runs), "questions": int(r.questions)})
+        for m, label in METRICS.items():
+            cell = fixed(r[m])
+            if r.runs > 1 and pd.notna(r.get(f"{m}_min")):
+                cell += f" (runs {fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})"
+            row[label] = cell
+            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+            row[f"article {label} (− dense [range])"] = article_cell(r.design, m).replace("-", "−")
+        row["searches / q"] = number(r.searches, 2)
+        cost = r.get("cost_usd_per_q")
+        row["cost / q (USD)"] = (f"{cost:.5f}" if pd.notna(cost) and cost else
+                                 "0 (local model: no fee)" if (r.get("llm_calls") or 0) > 0 else "0")
+        row["latency median (s)"] = seconds(r.latency_median_s)
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
+
+
+# --------------------------------------------------------------------------- the page's parts
+def _table_html(df: pd.DataFrame, cls: str = "") -> str:
+    """A table in a box of its own that scrolls sideways when it is wider than the page."""
+    return f'<div class="scroll">{df.to_html(index=False, escape=True, border=0, classes=cls or None, na_rep=DASH)}</div>'
+
+
+def designs_html(table: pd.DataFrame, profile) -> str:
+    """What was compared: each design in words, whether it calls a model, whether the article ran it."""
+    cfg = _profile(profile)
+    name = design_namer(cfg)
+    from ..designs import design_names
+
+    designs = list(design_names())
+    words = {**DESIGN_WORDS, "rerank": f"the dense top {cfg.rerank_k} reordered by "
+                                       f"{rerank_short(cfg).removeprefix('a rerank step of ')}"
+                                       + ("" if cfg.rerank_weights.get("cross_encoder") else
+                                          " (chosen on a dev set; the article's rerank was a cross-encoder)")}
+    calls = {d: "yes" if calls_a_model(d) else "no" for d in designs}
+    calls.update({d: "when it escalates" for d in designs if d == "escalate"})
+    rows = [{"design": name(d), "what it does": words.get(d, ""), "calls a language model": calls[d],
+             "in the article": "yes" if d in ARTICLE_DESIGNS else "no (beyond it)"} for d in designs]
+    return _table_html(pd.DataFrame(rows))
+
+
+def conditions_list(table: pd.DataFrame) -> str:
+    from .. import pipeline
+
+    words = {"full questions": "the questions as the article wrote them, over the drawn collection of 2,000 papers",
+             "short questions": "their 2-5 keyword short forms",
+             "two-part questions": "questions that only two papers answer together (recall@5: the share of the two "
+                                   "in the top 5; MRR@10: 1/rank of the second-found; both found @10)",
+             "full questions, whole snapshot": "the full questions searched over the whole snapshot (all its papers)",
+             "short questions, whole snapshot": "the short forms over the whole snapshot"}
+    items = []
+    for c in pipeline.CONDITIONS:
+        g = _scored(table[table.condition == c]) if not table.empty else table
+        n = f"{int(g.questions.max())} questions" if not g.empty else "nothing scored yet"
+        items.append(f"<li><b>{html.escape(c)}</b> ({n}): {html.escape(words.get(c, ''))}</li>")
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) -> str:
+    """Every condition's scores, one block of rows per condition: each design's recall@5 and MRR@10
+    with its difference from dense and the 95% range (in the default condition the article's
+    published difference beneath ours, in grey); runs, searches and median latency."""
+    name = design_namer(profile)
+    head = ["design", "runs", "recall@5", "recall@5 − dense [95% range]", "MRR@10", "MRR@10 − dense [95% range]",
+            "searches per question", "median latency (s)", "both found @10"]
+    body = []
+    for c, g in table.groupby("condition", sort=False):
+        scored = _scored(g)
+        n = int(scored.questions.max()) if not scored.empty else 0
+        counts = f" ({n} questions; dense misses {int(scored.dense_misses_at_5.iloc[0])} at 5)" if n else ""
+        body.append(f'<tr class="group"><th colspan="{len(head)}">{html.escape(c + counts)}</th></tr>')
+        for _, r in _registry_order(g).iterrows():
+            if not (pd.notna(r.get("questions")) and r.questions > 0):
+                cells = [html.escape(name(r.design)), "0", html.escape(_not_scored_note(table, c, r.design))]
+                for m in METRICS:  # the article's figure still stands beside the row
+                    art = article_cell(r.design, m) if c == default else ""
+                    cells += ([f'<span class="art">the article: {html.escape(art)}</span>'] if art not in ("—", "")
+                              else [""]) + ([""] if m == "recall_at_5" else [])
+                body.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells)
+                            + f'<td colspan="{len(head) - len(cells)}"></td></tr>')
+                continue
+            cells = [html.escape(name(r.design)), str(int(r.runs))]
+            for m in METRICS:
+                v = fixed(r[m]) + (f" ({fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})" if r.runs > 1 else "")
+                ours = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+                art = article_cell(r.design, m) if c == default else ""
+                if " (" in art:
+                    ours += f'<br><span class="art">the article: {html.escape(art.split(" (")[1].rstrip(")"))}</span>'
+                elif c == default and art not in ("—", ""):
+                    v += f'<br><span class="art">the article: {html.escape(art)}</span>'
+                cells += [v, ours]
+            both = r.get("both_found_at_10")
+            cells += [number(r.searches, 2), seconds(r.latency_median_s),
+                      fixed(both) if both is not None and pd.notna(both) else ""]
+            body.append("<tr>" + "".join(f'<td class="n">{x}</td>' for x in cells) + "</tr>")
+    return ('<div class="scroll"><table class="scores"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
+
+
+def _registry_order(g: pd.DataFrame) -> pd.DataFrame:
+    """A condition's rows in the designs' registry order (a design with only a partial run at its place)."""
+    from ..designs import design_names
+
+    order = {d: i for i, d in enumerate(design_names())}
+    return g.sort_values("design", key=lambda s: s.map(lambda d: order.get(d, len(order))), kind="stable")
+
+
+def condition_html(table: pd.DataFrame, profile="offline") -> str:
+    """The condition x design table as HTML (kept for callers of the earlier index): see :func:`scores_html`."""
+    return scores_html(table, profile)
+
+
+def cost_html(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDITION) -> str:
+    """What each design costs per question in one condition: model calls, tokens, fee, latency."""
+    name = design_namer(profile)
+    here = _registry_order(table[table.condition == condition]) if not table.empty else table
+    g = _scored(here)
+    if g.empty:
+        return "<p>No design has a complete run in this condition yet.</p>"
+    rows = [{"design": name(r.design), "LLM calls per question": _not_scored_note(table, condition, r.design)}
+            if r.design not in set(g.design) else
+            {"design": name(r.design), "LLM calls per question": number(r.llm_calls, 2),
+             "LLM tokens per question": f"{r.tokens:,.0f}", "cost per question (USD)":
+             (f"{r.cost_usd_per_q:.5f}" if pd.notna(r.cost_usd_per_q) and r.cost_usd_per_q else
+              "0 (local model: no fee)" if (r.llm_calls or 0) > 0 else "0"),
+             "median latency (s)": seconds(r.latency_median_s), "mean latency (s)": seconds(r.latency_mean_s)}
+            for _, r in here.iterrows()]
+    return _table_html(pd.DataFrame(rows).fillna(""))
+
+
+def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:
     """Per condition, in words: does any design beat dense, and by how much (generated)."""
+    name = names or (lambda d: d)
     out = []
     for c, g in table.groupby("condition", sort=False):
         g = g[g.questions.fillna(0) > 0]
         if g.empty:
             continue
         n = int(g.questions.max())
-        wins = [f"{r.design} ({r.recall_at_5_delta:+.3f} recall@5, {r.mrr_at_10_delta:+.3f} MRR@10)" for r in g.itertuples()
+        wins = [f"{name(r.design)} ({r.recall_at_5_delta:+.3f} recall@5, {r.mrr_at_10_delta:+.3f} MRR@10)"
+                for r in g.itertuples()
                 if pd.notna(r.mrr_at_10_delta) and ((r.recall_at_5_low or 0) > 0 or (r.mrr_at_10_low or 0) > 0)]
         misses = int(g.dense_misses_at_5.iloc[0])
         text = f"<b>{html.escape(c)}</b> ({n} questions; dense misses {misses} at 5): "
         text += ("measurably better than dense: " + "; ".join(wins) if wins else "no design is measurably better than dense")
-        text += worth_its_cost(g)
-        missing = [r.design for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
+        text += worth_its_cost(g, name)
+        missing = [name(r.design) for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
         if missing:
             text += f" (not yet scored here: {', '.join(missing)}, runs stopped part-way)"
-        absent = [d for d in dict.fromkeys(table.design) if d not in set(table.design[table.condition == c])]
+        absent = [name(d) for d in dict.fromkeys(table.design) if d not in set(table.design[table.condition == c])]
         if absent:
             text += f" (not run in this condition yet: {', '.join(absent)})"
         out.append(f"<li>{text}.</li>")
@@ -159,75 +421,262 @@ def power_html(results_dir: Path) -> str:
     if not path.exists():
         return ""
     pw = pd.read_csv(path)
+    if pw.empty:
+        return ""
     items = "".join(f"<li><b>{html.escape(c)}</b>: {html.escape(power_sentence(g))}.</li>"
                     for c, g in pw.groupby("condition", sort=False))
-    return ("<h3>Per condition, the power</h3><p>From the observed per-question differences from dense (breakdowns by "
-            "question style and length, with their ranges, are in the scores notebook):</p><ul>" + items + "</ul>")
+    return ("<h3>How small a difference each condition can detect</h3><p>From the observed per-question differences "
+            "from dense (breakdowns by question style and length, with their ranges, are in the scores notebook):</p>"
+            "<ul>" + items + "</ul>")
 
 
-def worth_its_cost(g: pd.DataFrame) -> str:
+def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:
     """Which step is worth its cost in one condition (generated): the cheapest design measurably
     better than dense (fewest LLM calls, then lowest latency), and the best design that calls an LLM
     against the best that does not."""
+    name = names or (lambda d: d)
     better = g[(g.mrr_at_10_low.fillna(0) > 0) | (g.recall_at_5_low.fillna(0) > 0)]
     out = ""
     if not better.empty:
         cheap = better.sort_values(["llm_calls", "latency_median_s"]).iloc[0]
-        out += (f". Cheapest measurably better step: {cheap.design} (MRR@10 {cheap.mrr_at_10:.3f}, "
+        out += (f". Cheapest measurably better step: {name(cheap.design)} (MRR@10 {cheap.mrr_at_10:.3f}, "
                 f"{cheap.llm_calls:.2f} LLM calls per question)")
     llm, plain = g[g.llm_calls.fillna(0) > 0], g[g.llm_calls.fillna(0) == 0]
     if not llm.empty and not plain.empty:
         bl, bp = llm.loc[llm.mrr_at_10.idxmax()], plain.loc[plain.mrr_at_10.idxmax()]
         verdict = "above" if bl.mrr_at_10 > bp.mrr_at_10 else "not above"
-        out += (f". The best design calling an LLM, {bl.design} (MRR@10 {bl.mrr_at_10:.3f}, {bl.llm_calls:.2f} calls per "
-                f"question), is {verdict} the best without one, {bp.design} ({bp.mrr_at_10:.3f})")
+        out += (f". The best design calling an LLM, {name(bl.design)} (MRR@10 {bl.mrr_at_10:.3f}, {bl.llm_calls:.2f} calls "
+                f"per question), is {verdict} the best without one, {name(bp.design)} ({bp.mrr_at_10:.3f})")
     return out
 
 
-def build_index(report_dir: Path, results_dir: Path, profile: str, figures: list[Path], bench: Path | None = None,
-                conditions: pd.DataFrame | None = None) -> Path:
-    """Write ``report/index.html``; figures are copied next to it."""
+def agent_html(scored, n_questions: int | None = None) -> str:
+    """The agent's searches and its wins and losses against dense beside the article's, from the
+    default condition's scored runs (``scored``: ``lib.evaluation.scores.Scored``, or None)."""
+    from .agent import agent_shares, agent_shares_sentence
+
+    if scored is None:
+        return "<p>The agent's saved runs could not be read for this page.</p>"
+    table = agent_shares(scored.pq, scored.pq_all, scored.partial, n_questions or len(scored.questions))
+    return (_table_html(table) + f"<p>{html.escape(agent_shares_sentence(table))}</p>")
+
+
+def fidelity_html(profile) -> str:
+    """The fidelity table (``lib.report.fidelity``): the rows where this profile substitutes a part
+    first and whole, then every row in a box that opens."""
+    from .fidelity import PROFILE_COLUMNS, fidelity_table
+
+    cfg = _profile(profile)
+    title = dict(PROFILE_COLUMNS.values()).get(cfg.name)
+    table = fidelity_table()
+    if title is None:
+        return _table_html(table)
+    subs = table[table[title].str.startswith("substitute")][["what", "article", title]]
+    same = int(table[title].str.startswith("same").sum())
+    return (f"<p>{len(subs)} of {len(table)} settings and procedures differ from the article in the {cfg.name} profile "
+            f"({same} are the same); each with why (<code>data/fidelity.yaml</code>, checked against the profile files "
+            "by the tests):</p>" + _table_html(subs, "fidelity")
+            + "<details><summary>Every row, both profiles</summary>" + _table_html(table, "fidelity") + "</details>")
+
+
+WHY_NOTEBOOK = "12_why"  # the notebook that takes the LLM designs' loss apart, where the study has it
+
+
+def why_html(links: dict[str, str | None], pages_dir: Path) -> str:
+    """Why the agent wins or loses: the finding of the notebook that measures it, linked, where its page
+    is rendered; otherwise a sentence that says the analysis is not built (or not rendered) yet."""
+    titles = notebook_titles()
+    href = links.get(WHY_NOTEBOOK) if WHY_NOTEBOOK in titles else None
+    finding = page_finding(pages_dir / href) if href else None
+    failures = links.get("11_failures")
+    cases = (f' <a href="{html.escape(failures)}">{html.escape(titles.get("11_failures", "The failure cases"))}</a> '
+             "lists every question where a design's rank of the source differs from dense's, with every query the "
+             "model wrote.") if failures else ""
+    if href and finding:
+        return (f'<p><a href="{html.escape(href)}">{html.escape(titles[WHY_NOTEBOOK])}</a> takes the loss apart from the '
+                f"saved records (the stop judgement, the queries, the merge, and ceilings): {html.escape(finding)}</p>"
+                f"<p>{cases.strip()}</p>")
+    state = "not rendered yet" if WHY_NOTEBOOK in titles else "not built yet"
+    return (f"<p>Why it wins or loses (which queries it writes, and what they bring back) is <b>not analysed here "
+            f"yet</b>: that analysis is {state}.{cases}</p>")
+
+
+def page_finding(page: Path) -> str | None:
+    """A rendered notebook's finding: the first sentence of its first generated reading (the
+    paragraph that starts "Reading."), as plain text; None when the page has none."""
+    if not page.exists():
+        return None
+    text = page.read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"<strong>Reading\.</strong>(.*?)</p>", text, re.S)
+    if not m:
+        return None
+    plain = html.unescape(re.sub(r"<[^>]+>", "", m.group(1))).strip()
+    plain = " ".join(plain.split())
+    first = re.split(r"(?<=[a-z0-9)\]%])\.\s+(?=[A-Z])", plain, maxsplit=1)[0]
+    return first.rstrip(".") + "."
+
+
+def notebooks_html(links: dict[str, str | None], pages_dir: Path) -> str:
+    """Each notebook as a section: its title (linked where a page exists) and its one-line finding."""
+    out = []
+    for nb, title in notebook_titles().items():
+        href = links.get(nb)
+        finding = page_finding(pages_dir / href) if href else None
+        head = f'<a href="{html.escape(href)}">{html.escape(title)}</a>' if href else html.escape(title)
+        note = "" if href is None or not href.startswith("..") else " <small>(the shipped report's page)</small>"
+        text = html.escape(finding) if finding else ("Not rendered yet." if not href else "(no generated finding on "
+                                                                                        "this page)")
+        out.append(f'<section class="nb"><h3>{head}{note}</h3><p>{text}</p></section>')
+    return "".join(out)
+
+
+def runs_table(profile, table: pd.DataFrame) -> pd.DataFrame:
+    """How each run was produced, compactly: per design, the conditions with the same runs, models,
+    backend and profile; a run stopped part-way is named with its question count (saved, not scored)."""
+    from .. import pipeline
+    from ..designs import design_names
+
+    cfg = _profile(profile)
+    name = design_namer(cfg)
+    rows = []
+    for cname, cp in pipeline.condition_profiles(cfg).items():
+        scored = _scored(table[table.condition == cname]) if not table.empty else table
+        n = int(scored.questions.max()) if not scored.empty else None
+        for d in design_names():
+            prov = pipeline.provenance_table(cp, d)
+            if prov.empty:
+                continue
+            runs, partial = [], []
+            for f, q in zip(prov["run file"], prov["questions"]):
+                k = int(Path(f).stem[3:])
+                (runs if n is None or q >= n else partial).append(k if n is None or q >= n else f"run {k}: {q} of {n}")
+            text = ", ".join(map(str, runs)) if runs else "none complete"
+            if partial:
+                text += f" ({'; '.join(partial)} questions, saved, not scored)"
+            first = prov.iloc[0]
+            models = []
+            if pd.notna(first.get("embedder", None)):
+                models.append(str(first["embedder"]))
+            if isinstance(first.get("rerank_weights", None), dict):
+                w = first["rerank_weights"]
+                models.append("rerank " + " + ".join(f"{v:g}·{k}" for k, v in w.items() if v)
+                              + (f" ({first['reranker']})" if w.get("cross_encoder") else ""))
+            if "bm25" in prov and isinstance(first.get("bm25", None), dict):
+                models.append("BM25")
+            if pd.notna(first.get("llm_model", None)) and "llm_backend" in prov:
+                models.append(str(first["llm_model"]))
+            backend = ", ".join(sorted({str(b) for b in prov.get("llm_backend", pd.Series(dtype=str)).dropna()})) or DASH
+            rows.append({"design": name(d), "condition": cname, "runs": text, "models": "; ".join(models) or DASH,
+                         "backend": backend, "profile": ", ".join(sorted(set(prov.profile.astype(str))))})
+    if not rows:
+        return pd.DataFrame(columns=["design", "conditions", "runs", "models", "backend", "profile"])
+    df = pd.DataFrame(rows)
+    keys = ["design", "runs", "models", "backend", "profile"]
+    grouped = df.groupby(keys, sort=False).condition.apply(lambda s: "; ".join(s)).reset_index()
+    order = {n: i for i, n in enumerate(dict.fromkeys(df.design))}
+    grouped = grouped.sort_values("design", key=lambda s: s.map(order), kind="stable")
+    return grouped.rename(columns={"condition": "conditions"})[["design", "conditions", "runs", "models", "backend",
+                                                                "profile"]]
+
+
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:1.2em auto;padding:0 1em;line-height:1.45}"
+         "h1{font-size:1.75em;margin:0 0 .35em}h2{margin-top:1.6em}.answer{font-size:1.05em;margin:.2em 0 .6em}"
+         "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
+         "text-align:left;vertical-align:top}tr.group th{background:#f3f3f3;padding-top:8px}"
+         ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}td.n{white-space:nowrap}.art{color:#666;font-size:12px}"
+         "img{max-width:100%;height:auto}"
+         ".nb h3{margin:.9em 0 .2em;font-size:1.05em}.nb p{margin:0}small{color:#666}figcaption{font-size:.9em;color:#444}"
+         "figure{margin:0}")
+
+
+def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path], bench: Path | None = None,
+                conditions: pd.DataFrame | None = None, headline: Path | None = None, frontier: Path | None = None,
+                scored=None, links: dict[str, str | None] | None = None, pages_dir: Path | None = None,
+                runs: pd.DataFrame | None = None) -> Path:
+    """Write ``report_dir/index.html``; the figures are copied into ``report_dir/figures``.
+
+    ``conditions``: the condition table (else the saved summary, one condition); ``headline`` and
+    ``frontier``: the two charts the index is built around (``figures``: further charts, shown at
+    the end of the scores); ``scored``: the default condition's scored runs (the agent's table);
+    ``links``: each notebook's page (a path relative to the index, None where there is none; by
+    default the pages in ``report_dir``); ``pages_dir``: where the pages are read for their findings;
+    ``runs``: the table of how each run was produced (by default read from the saved runs)."""
+    cfg = _profile(profile)
+    report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "figures").mkdir(exist_ok=True)
-    imgs = []
-    for f in figures:
-        if f.exists():
-            shutil.copy(f, report_dir / "figures" / f.name)
-            imgs.append(f'<img src="figures/{f.name}" alt="{f.stem}" style="max-width:100%">')
-    table = headline_table(results_dir).to_html(index=False, escape=True, border=0, classes="headline")
-    links = "\n".join(f'<li><a href="{nb}.html">{title}</a></li>' for nb, title in notebook_titles().items()
-                      if (report_dir / f"{nb}.html").exists())
-    bench_html = speed_section(bench) if bench is not None and bench.exists() else ""
-    cond_html = ""
-    if conditions is not None and not conditions.empty:
-        cond_html = ("<h2>Every condition</h2><p>Each design against dense <i>in the same condition</i> (the same "
-                     "questions): full questions as the article wrote them, their 2-5 keyword short forms, "
-                     "questions answered only by two papers together, and both question forms searched over the whole "
-                     "snapshot instead of the drawn collection (for two-part questions, recall@5 is the share of the two "
-                     "papers in the top 5, MRR@10 is 1/rank of the second-found paper, and both found @10 is the share "
-                     "of questions with both papers in the top 10).</p>"
-                     + condition_html(conditions) + "<h3>Per condition, the answer</h3>" + condition_answer(conditions)
-                     + power_html(results_dir))
-    style = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;line-height:1.45}"
-             "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
-             "text-align:left;vertical-align:top}img{max-width:100%}")
-    page = f"""<!doctype html><html><head><meta charset="utf-8">
-<title>Does an agent that can search again find better evidence?</title><style>{style}</style></head><body>
-<h1>Does an agent that can search again find better evidence than plain search?</h1>
-<p>Profile <b>{html.escape(profile)}</b>. {html.escape(intro_note(profile))} The scores on this page are computed from the saved runs by the scores notebook;
-the speed figures come from the benchmark (<code>make bench</code>, <code>results/bench.json</code>).</p>
-{cond_html}
-<h2>Headline: the article's conditions (full questions, the default collection)</h2>{table}
-<p><b>[95% range]</b>: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus
-dense's; a range that excludes 0 is a difference the question sample alone would not produce. The article's columns
-give its published figures (<code>data/article_figures.json</code> says where each comes from; ≈: derived from its
-published differences); its embedder, reranker, LLM and questions differ from the offline profile's.</p>
-<h2>The answer the numbers support</h2><p>{_md_bold(plain_answer(results_dir))}</p>
-<h2>Charts</h2>{''.join(imgs)}
-<h2>Which models and backends produced each run</h2><ul>{_provenance_lines(results_dir)}</ul>
-<h2>What differs from the article</h2><ul>{_differences(profile)}</ul>
+    pages_dir = Path(pages_dir or report_dir)
+    table = conditions if conditions is not None and not conditions.empty else conditions_from_summary(results_dir)
+
+    def img(f: Path | None, alt: str) -> str:
+        if f is None or not Path(f).exists():
+            return ""
+        shutil.copy(f, report_dir / "figures" / Path(f).name)
+        return f'<img src="figures/{Path(f).name}" alt="{html.escape(alt)}">'
+
+    if links is None:
+        links = {nb: f"{nb}.html" if (report_dir / f"{nb}.html").exists() else None for nb in notebook_titles()}
+    answer = headline_answer(table, cfg)
+    note = parts_note(cfg)
+    head_img = img(headline, "every design minus dense, with its 95% range, per condition")
+    caption = ("<figcaption>Each design minus dense on the same questions, per condition: the point is the difference, "
+               "the line its 95% paired bootstrap range (2,000 resamples of the questions); circles recall@5, squares "
+               "MRR@10; orange designs called a language model, blue ones did not; in black, the article's published "
+               "differences (its own models and questions).</figcaption>") if head_img else ""
+    extra = "".join(img(f, f.stem) for f in figures)
+    try:
+        runs = runs if runs is not None else runs_table(cfg, table)
+    except Exception as exc:  # a run file that cannot be read: said, not hidden
+        runs = pd.DataFrame({"could not read the saved runs": [f"{type(exc).__name__}: {exc}"]})
+    bench_html = speed_section(bench) if bench is not None and Path(bench).exists() else ""
+    n_default = None
+    if not table.empty and DEFAULT_CONDITION in set(table.condition):
+        g = _scored(table[table.condition == DEFAULT_CONDITION])
+        n_default = int(g.questions.max()) if not g.empty else None
+    name = design_namer(cfg)
+    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(QUESTION)}</title><style>{STYLE}</style></head><body>
+<h1>{html.escape(QUESTION)}</h1>
+<p class="answer">{_md_bold(answer)}</p>
+<figure>{head_img}{caption}</figure>
+<p>{html.escape(note)} Profile <b>{html.escape(cfg.name)}</b>; every number on this page is computed from the saved runs
+when the report is built.</p>
+<h2>What was compared</h2>
+{designs_html(table, cfg)}
+<p>Conditions (each design is compared with dense <i>in the same condition</i>, on the same questions):</p>
+{conditions_list(table)}
+<h3>The scores</h3>
+<p>[95% range]: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus dense's; a
+range that excludes 0 is a difference the question sample alone would not produce. "The article's": its published
+difference from dense and range (<code>data/article_figures.json</code> says where each comes from), beside ours in its
+condition; its embedder, reranker, LLM and questions differ from the offline profile's. Two runs or more: the mean, with
+the lowest and highest run in brackets.</p>
+{scores_html(table, cfg) if not table.empty else "<p>No scored runs yet.</p>"}
+<h3>Per condition, in words</h3>{condition_answer(table, name) if not table.empty else ""}
+{power_html(Path(results_dir))}
+{extra}
+<h2>Why the agent wins or loses</h2>
+<p>What the article reports of its agent, beside the same counts from our saved agent runs on the {DEFAULT_CONDITION}
+(wins and losses at recall@5 against dense, per run):</p>
+{agent_html(scored, n_default)}
+{why_html(links, pages_dir)}
+<h2>Cost and latency</h2>
+<p>Per question on the {DEFAULT_CONDITION}: model calls, tokens (the local model has no fee, so tokens stand for what an
+API would bill), fee and latency (the median is the tables' figure):</p>
+{cost_html(table, cfg)}
+{img(frontier, "quality against latency per condition")}
+<h2>What differs from the article</h2>
+{fidelity_html(cfg)}
+<h2>The notebooks</h2>
+<p>Each page runs one step of the study; its finding below is the first sentence of the reading the page generates from
+its numbers.</p>
+{notebooks_html(links, pages_dir)}
+<h2>How each run was produced</h2>
+<p>Per design, the conditions that share the same runs, models, backend and profile (a run stopped part-way is saved, not
+scored; its questions are counted):</p>
+{_table_html(runs)}
 {bench_html}
-<h2>The notebooks</h2><ol style="list-style:none;padding-left:0">{links}</ol>
 </body></html>"""
     out = report_dir / "index.html"
     out.write_text(page, encoding="utf-8")
@@ -320,3 +769,47 @@ def _md_bold(text: str) -> str:
     import re
 
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))
+
+
+# --------------------------------------------------------------------------- the README's first screen
+README = ROOT / "README.md"
+ANSWER_MARKERS = ("<!-- ANSWER START -->", "<!-- ANSWER END -->")
+RESULTS_MARKERS = ("<!-- RESULTS START -->", "<!-- RESULTS END -->")
+
+
+def readme_answer(table: pd.DataFrame, profile, figure: str | None) -> str:
+    """The README's answer paragraph (the index's answer and whose parts produced it) and the
+    headline figure under it."""
+    text = headline_answer(table, profile) + " " + parts_note(profile, "on the report index")
+    img = (f"\n\n![Each design minus dense with its 95% range, per condition; the article's published differences in "
+           f"black]({figure})") if figure else ""
+    return text.strip() + img
+
+
+def readme_results(table: pd.DataFrame, results_dir: Path, profile) -> str:
+    cfg = _profile(profile)
+    md = headline_table(results_dir, table, cfg).to_markdown(index=False)
+    return (f"Profile `{cfg.name}`, {DEFAULT_CONDITION} (generated from the saved runs by `make readme-table` and by "
+            "`make report`; every condition is on the report index):\n\n" + md)
+
+
+FIDELITY_MARKERS = ("<!-- FIDELITY START -->", "<!-- FIDELITY END -->")
+
+
+def update_readme(answer: str | None = None, results: str | None = None, path: Path = README,
+                  fidelity: str | None = None) -> bool:
+    """Put the generated answer, results and fidelity table between their markers in the README (a
+    section whose markers are missing is left as it is); True when the file changed."""
+    if fidelity is None:
+        from .fidelity import fidelity_markdown
+
+        fidelity = fidelity_markdown()
+    text = before = path.read_text(encoding="utf-8")
+    for new, (start, end) in ((answer, ANSWER_MARKERS), (results, RESULTS_MARKERS), (fidelity, FIDELITY_MARKERS)):
+        if new is None or start not in text or end not in text:
+            continue
+        text = re.sub(re.escape(start) + r"\n?.*?\n?" + re.escape(end), lambda m: f"{start}\n{new}\n{end}", text,
+                      flags=re.S)
+    if text != before:
+        path.write_text(text, encoding="utf-8")
+    return text != before

@@ -14,10 +14,14 @@ from ..config import condition_env, shown_path
 from ..designs.loop import ENDINGS, shown_ids
 from ..evaluation.metrics import scores_of
 from ..runs import read_results, run_files
+from .display import styled, transposed
 from .pages import reading
 from .plots import _save
 
 NAME = "loop"
+# the loop summary's columns that are shares of questions (shown as percentages)
+LOOP_SHARES = {"citation_hit_rate", "citation_precision", "ended_stop", "ended_step_cap", "ended_token_budget",
+               "ended_refusal", "ended_max_tokens", "forced_final", "final_by_code"}
 MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
 
 
@@ -110,7 +114,7 @@ def measures_page(profile) -> dict:
     caps = caps_of(next(iter(runs.values())))
     display(Markdown(f"Caps: {caps_words(caps)} (model `{caps['llm_model']}`, backend `{caps['llm_backend']}`"
                      + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "") + ")."))
-    display(table.style.hide(axis="index").format(precision=3))
+    display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
     row = table.mean(numeric_only=True)
     ended = ", ".join(f"{row[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS if row[f"ended_{e}"])
     reading(f"Over {int(row.questions)} questions and {len(table)} run(s), the loop cited the source paper in "
@@ -118,8 +122,7 @@ def measures_page(profile) -> dict:
             f"{row.searches_per_q:.2f} searches, {row.papers_read_per_q:.2f} papers read and {row.turns_per_q:.2f} model "
             f"turns per question ({row.tokens_in_per_q:,.0f} input and {row.tokens_out_per_q:,.0f} output tokens). "
             f"Loops ended: {ended or 'none'}. Its ranked list (citations first, then the fused searches) reaches "
-            f"recall@5 {row.recall_at_5:.3f} and MRR@10 {row.mrr_at_10:.3f}; the comparison with dense is in the "
-            "scores notebook.")
+            f"recall@5 {row.recall_at_5:.3f} and MRR@10 {row.mrr_at_10:.3f} (against dense: the reading above).")
     return {"measures": pq, "summary": table, "caps": caps}
 
 
@@ -211,7 +214,7 @@ def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None):
     axes[1].set_xticks(x)
     axes[1].set_xlabel("per loop")
     axes[1].set_title("searches and papers read")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=9)
     ended = pq.ended_by.value_counts().reindex(list(ENDINGS)).fillna(0)
     ended = ended[(ended > 0) | ended.index.isin(["stop", "step_cap", "token_budget"])]
     axes[2].barh([e.replace("_", " ") for e in ended.index], ended.values, color="#8172b2")
@@ -220,7 +223,7 @@ def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None):
     axes[2].set_title("how loops ended")
     for ax in axes:
         for c in ax.containers:
-            ax.bar_label(c, fontsize=8)
+            ax.bar_label(c, fontsize=9)
         if ax is axes[2]:
             ax.margins(x=0.15)
         else:
@@ -242,7 +245,7 @@ def steps_page(profile) -> dict:
     display(fig)
     by_end = pq.groupby("ended_by").agg(loops=("qid", "count"), citation_hit_rate=("citation_hit", "mean"),
                                         turns=("turns", "mean"), tokens_used=("tokens_used", "mean")).reset_index()
-    display(by_end.style.hide(axis="index").format(precision=3))
+    display(styled(by_end, shares={"citation_hit_rate"}))
     return {"measures": pq, "by_ending": by_end, "figure": fig}
 
 
@@ -288,7 +291,7 @@ def lost_page(profile, baseline: str = "dense") -> dict:
     base = {r.qid: r.ranked_ids for r in read_results(base_files[0])}
     fq = funnel([r for rs in runs.values() for r in rs], questions, base)
     table = funnel_table(fq, baseline)
-    display(table.style.hide(axis="index").format({"share": "{:.1%}"}))
+    display(styled(table, shares={"share"}))
     once = (fq.searches <= 1).mean()
     shown = fq[fq.shown]
     lost_at_search = (fq.baseline_top_k & ~fq.shown).mean()
@@ -313,7 +316,7 @@ def scores_section(profile, scored) -> pd.DataFrame:
     pq = measures(results, {q.qid: q.source_id for q in scored.questions})
     table = summary(pq)
     display(Markdown(f"Caps: {caps_words(caps_of(results))}."))
-    display(table.style.hide(axis="index").format(precision=3))
+    display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
     return table
 
 

@@ -7,6 +7,7 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import shown_path
+from .display import readable, styled
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -26,21 +27,51 @@ def offline_tables() -> None:
         _TABLES_READY = True
 
 
+# the page's own style: a wide table scrolls inside its box; tables read as tables
+PAGE_STYLE = ("<style>.jp-RenderedHTMLCommon table{font-size:12.5px}.jp-OutputArea-output{overflow-x:auto}"
+              ".jp-OutputArea .jp-RenderedHTMLCommon td,.jp-OutputArea .jp-RenderedHTMLCommon th"
+              "{white-space:normal;max-width:40em;text-align:left}</style>")
+
+
 def open_page(profile, *settings: str) -> None:
     """A notebook page's start: numbers rounded for reading, interactive whole tables, and the run's
     settings as a short table (instead of the injected parameters cell, which the HTML hides)."""
+    from IPython.display import HTML
+
     pd.set_option("display.precision", 3)
     pd.set_option("display.max_colwidth", None)  # whole questions, never cut mid-word
+    display(HTML(PAGE_STYLE))
     offline_tables()
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
-    display(pd.DataFrame([(k, str(v)) for k, v in rows], columns=["setting", "value"]).style.hide(axis="index"))
+    display(pd.DataFrame([(k.replace("_", " "), setting_text(v)) for k, v in rows],
+                         columns=["setting", "value"]).style.hide(axis="index"))
 
 
-def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "") -> None:
-    """A long table shown whole and browsable (sortable, searchable, paged in the HTML), with the same
-    rows saved as a CSV beside the rendered page."""
+def setting_text(value) -> str:
+    """A setting's value for reading: a mapping as "dense: 1, bm25: 1.5", a list joined, a number rounded."""
+    from .display import number
+
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {setting_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(setting_text(v) for v in value)
+    if value is None:
+        return "—"
+    return number(value, 6) if isinstance(value, (int, float)) else str(value)
+
+
+def show(df: pd.DataFrame, profile=None, **kwargs) -> None:
+    """A table as the report shows one: numbers rounded for reading, dashes for missing values,
+    headings in words, design names as the report writes them, no index column."""
+    display(styled(df, profile=profile, **kwargs) if not df.empty else Markdown("(no rows)"))
+
+
+def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "", decimals: int = 3) -> None:
+    """A long table shown whole and browsable (sortable, searchable, paged in the HTML), read as the
+    report shows tables (:func:`lib.report.display.readable`), with the same rows, unrounded, saved as
+    a CSV beside the rendered page."""
     import itables
 
     path = profile.report_dir / "tables" / f"{name}.csv"
@@ -48,7 +79,8 @@ def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "") -> None
     df.to_csv(path, index=False)
     display(Markdown(f"{len(df)} rows; the same rows as CSV: [tables/{name}.csv](tables/{name}.csv)"))
     offline_tables()
-    itables.show(df, caption=caption or None, pageLength=10, lengthMenu=[10, 25, 100, -1], maxBytes=0)
+    itables.show(readable(df, decimals=decimals, profile=profile), caption=caption or None, pageLength=10,
+                 lengthMenu=[10, 25, 100, -1], maxBytes=0, scrollX=True)
 
 
 def reading(text: str) -> None:
@@ -56,39 +88,177 @@ def reading(text: str) -> None:
     display(Markdown(f"**Reading.** {text}"))
 
 
+def paired_rows(profile, name: str) -> dict:
+    """The per-question rows of one design and dense, only these two designs' records read (each
+    checked): ``pq_all`` every saved row, ``pq`` those of complete runs on the questions both answered
+    in every complete run, ``partial`` the (design, run) pairs stopped part-way, ``questions`` the
+    number of scored questions."""
+    from ..designs import BASELINE
+    from ..evaluation import scores
+    from ..evaluation.metrics import per_question
+    from ..runs import read_checked, run_files
+
+    parts = pipeline.ProfileParts(profile, progress=False)
+    qs = pipeline.scored_questions(profile, parts.papers)
+    sources = {q.qid: q.source_id for q in qs}
+    check = pipeline.record_check(profile, parts)
+    res = [r for d in dict.fromkeys([BASELINE, name]) for p in run_files(pipeline.results_dir(profile), d)
+           for r in read_checked(p, d, check)]
+    pq_all = per_question(res, sources)
+    if pq_all.empty:
+        return {"pq_all": pq_all, "pq": pq_all, "partial": [], "questions": len(sources)}
+    partial = scores.partial_runs(pq_all, len(sources))
+    pq = scores.scored_runs(pq_all, len(sources))
+    common = set(scores.complete_questions(pq_all, list(sources)))
+    return {"pq_all": pq_all, "pq": pq[pq.qid.isin(common)], "partial": partial, "questions": len(sources)}
+
+
+def against_dense(profile, name: str) -> tuple[pd.DataFrame, int, dict]:
+    """One design against dense on the questions both answered in every complete run: the paired
+    differences (``scores.deltas``), the number of such questions, and dense's headroom; empty
+    differences when either has no complete run."""
+    from ..designs import BASELINE
+    from ..evaluation import scores
+
+    pq = paired_rows(profile, name)["pq"]
+    if pq.empty or BASELINE not in set(pq.design):
+        return pd.DataFrame(), 0, {}
+    head = scores.headroom(pq)
+    if name == BASELINE or name not in set(pq.design):
+        return pd.DataFrame(), pq.qid.nunique(), head
+    return scores.deltas(pq, profile.bootstrap_resamples, profile.bootstrap_seed), pq.qid.nunique(), head
+
+
+def partial_runs_text(provenance: pd.DataFrame, n_questions: int) -> str:
+    """The runs saved part-way, in words ("run 1 is saved for 120 of 297 questions ..."); empty if none."""
+    if provenance.empty or "questions" not in provenance:
+        return ""
+    part = [(f, int(q)) for f, q in zip(provenance["run file"], provenance["questions"]) if q < n_questions]
+    if not part:
+        return ""
+    return "; ".join(f"{shown_name(f)} is saved for {q} of {n_questions} questions" for f, q in part) + \
+        " (stopped part-way, or still being recorded): saved, not scored"
+
+
+def shown_name(run_file: str) -> str:
+    from pathlib import Path
+
+    return f"run {Path(run_file).stem[3:]}"
+
+
+def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_common: int, head: dict,
+                   partial: str = "", label: str | None = None) -> str:
+    """The design page's reading, from its numbers. Its first sentence is the finding (the index
+    shows it): the scores and, on the same questions, the difference from dense with its 95% range
+    (for dense, its headroom); then its effort."""
+    from .display import fixed, with_range
+
+    label = label or name
+    if row is None:
+        return f"{label} has no complete saved run yet" + (f": {partial}." if partial else ".")
+    runs = f"{int(row['runs'])} complete run" + ("s" if row["runs"] > 1 else "")
+    text = f"{label} ({runs}, {int(row['questions'])} questions) reaches recall@5 {fixed(row['recall_at_5'])} and " \
+           f"MRR@10 {fixed(row['mrr_at_10'])}"
+    if name == "dense":
+        if head:
+            text += (f"; it misses the source in its top 5 for {head['dense_misses_at_5']} of {head['questions']} "
+                     f"questions (in its top 10 for {head['dense_misses_at_10']}), so no design can raise recall@5 by "
+                     f"more than {head['max_recall_gain']:.3f} on these questions")
+    elif not deltas.empty:
+        words = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+        bits = []
+        for r in deltas.itertuples():
+            verdict = ("measurably better" if r.low > 0 else "measurably worse" if r.high < 0 else
+                       "no difference the questions can tell from zero")
+            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high)}, {verdict}")
+        text += f"; against dense on the same {n_common} questions: " + "; ".join(bits)
+    else:
+        text += "; dense has no complete run to compare it with yet"
+    text += (f". It makes {row['searches']:.2f} searches per question, with a median latency of "
+             f"{row['latency_median_s']:.2f} s")
+    if row["llm_calls"]:
+        text += (f" and {row['llm_calls']:.2f} LLM calls per question"
+                 + (f" ({row['cost_usd_per_q']:.5f} USD per question)" if row["cost_usd_per_q"] else
+                    " (a local model: no fee)"))
+    text += "."
+    if partial:
+        text += f" Also {partial}."
+    return text
+
+
+def run_or_read(profile, name: str, runs=None) -> dict:
+    """The design run (or resumed) for the page, as ``pipeline.design_page`` does; where it may not run
+    now (a run of the shipped study still being recorded: it would add results, or another process
+    is writing it), the page says so in words and shows what is saved."""
+    from ..io import LockedError
+    from ..runs import ReadOnlyResults, read_results, run_files
+
+    try:
+        return pipeline.design_page(profile, name, runs=runs)
+    except (ReadOnlyResults, LockedError) as exc:
+        why = ("another process is writing its run file now" if isinstance(exc, LockedError) else
+               "a saved run is not complete, and this page does not add results to the shipped study")
+        display(Markdown(f"**{name} was not run for this page:** {why}. The page shows the runs saved so far; a run "
+                         f"stopped part-way is saved, not scored. ({exc})"))
+        saved = {int(p.stem[3:]): read_results(p) for p in run_files(pipeline.results_dir(profile), name)}
+        return {"runs": {k: v for k, v in saved.items() if v}, "summary": pipeline.saved_design_summary(profile, name),
+                "provenance": pipeline.provenance_table(profile, name)}
+
+
 def design_page(profile, name: str, runs=None) -> dict:
     """Run (or resume) a design, then show its summary, what the LLM wrote for the first questions
-    (LLM designs), provenance, and a reading generated from the numbers; returns what it showed."""
+    (LLM designs), provenance, and a reading generated from the numbers, with the design against
+    dense on the same questions; returns what it showed."""
+    from ..errors import DataError
+    from .display import design_label
+
     open_page(profile, *pipeline.design_class(name).settings)
-    page = pipeline.design_page(profile, name, runs=runs)
-    display(Markdown("## Summary of the saved runs\nScores over the reviewed questions this design answered in "
-                     "its complete runs; the comparison with ranges is in the scores notebook. For LLM calls the "
-                     "latency is the model's time when the call was made (a replay reports the recorded time)."))
+    label = design_label(name, profile)
+    page = run_or_read(profile, name, runs)
+    display(Markdown(f"## {label}: the saved runs\nScores over the reviewed questions this design answered in "
+                     "its complete runs, and against dense on the same questions below; for LLM calls the latency "
+                     "is the model's time when the call was made (a replay reports the recorded time)."))
     summary = page["summary"]
-    display(summary.style.hide(axis="index").format(precision=3) if not summary.empty else summary)
+    n_questions = len(pipeline.scored_questions(profile))
+    partial = partial_runs_text(page["provenance"], n_questions)
+    if summary.empty:
+        display(Markdown(f"No complete run yet{': ' + partial if partial else ''}."))
+    else:
+        show(summary, profile=profile)
     if pipeline.design_class(name).uses_llm and page["runs"]:
         first_run = min(page["runs"])
         shown = page["runs"][first_run][:5]
         display(Markdown(f"## What the model wrote, exactly as written: the first {len(shown)} questions, run {first_run}"))
-        display(pd.DataFrame([{"qid": r.qid, "question": r.queries[0],
+        display(pd.DataFrame([{"question id": r.qid, "question": r.queries[0],
                                "queries written": " | ".join(r.queries[1:]) or "(none)",
                                "ended by": r.stop_reason or "-"} for r in shown]).style.hide(axis="index"))
     display(Markdown("## Which profile, models and backend produced each saved run"))
-    display(page["provenance"].style.hide(axis="index"))
-    if not summary.empty:
-        row = summary.iloc[0]
-        runs_txt = f"{int(row['runs'])} complete run" + ("s" if row["runs"] > 1 else "")
-        text = (f"{name} answered {int(row['questions'])} questions in {runs_txt}: recall@5 {row['recall_at_5']:.3f}, "
-                f"MRR@10 {row['mrr_at_10']:.3f}, {row['searches']:.2f} searches per question, median latency "
-                f"{row['latency_median_s']:.2f} s")
-        if row["llm_calls"]:
-            text += (f", {row['llm_calls']:.2f} LLM calls per question"
-                     + (f", {row['cost_usd_per_q']:.5f} USD per question" if row["cost_usd_per_q"] else
-                        " (a local model: no fee)"))
-        reading(text + ". Whether that differs from dense is measured in the scores notebook.")
-    else:
-        reading(f"{name} has no complete saved run yet.")
+    show(provenance_view(page["provenance"]), profile=profile)
+    try:
+        deltas, n_common, head = against_dense(profile, name)
+    except DataError as exc:
+        deltas, n_common, head = pd.DataFrame(), 0, {}
+        partial = (partial + "; " if partial else "") + f"the comparison with dense could not be read ({exc})"
+    if not deltas.empty:
+        display(Markdown(f"## {label} against dense, on the same {n_common} questions\n"
+                         "Paired bootstrap of the design minus dense (the profile's resamples, 95% range)."))
+        show(deltas.drop(columns=["includes_zero"]), profile=profile)
+    page["deltas"] = deltas
+    row = summary.iloc[0] if not summary.empty else None
+    reading(design_reading(name, row, deltas, n_common, head, partial, label))
     return page
+
+
+def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
+    """The provenance table for reading: one row per setting, one column per saved run file (so a
+    design with many settings stays narrow), the digests (long hashes) left out, mappings as text."""
+    if prov.empty:
+        return prov
+    keep = [c for c in prov.columns if not c.endswith("_digest") and c != "run file"]
+    cols = {}
+    for _, r in prov.iterrows():
+        cols[str(r["run file"])] = [setting_text(x) if isinstance(x, dict) else x for x in r[keep]]
+    return pd.DataFrame({"setting": [k.replace("_", " ") for k in keep], **cols})
 
 
 def reranker_report(profile) -> dict:
@@ -108,7 +278,7 @@ def reranker_report(profile) -> dict:
             ("training queries (paper titles as pseudo-queries)", info["training_data"]["train_queries"]),
             ("negatives per query (dense top 50, hard)", info["settings"]["negatives_per_query"]),
             ("training papers first listed", " to ".join(info["training_data"]["first_seen_range"])),
-            ("training time (s, 2 CPU threads)", info["train_seconds"]),
+            ("training time (s, 2 CPU threads)", f"{info['train_seconds']:.0f}"),
             ("loss, first 20 steps / last 20 steps (chance)",
              f"{info['loss_first_20']:.3f} / {info['loss_last_20']:.3f} ({info['loss_chance']:.3f})"),
             ("held-out title queries: MRR@10 dense / reranked",
@@ -139,16 +309,22 @@ def reranker_report(profile) -> dict:
                      "not eligible.")
     dev_profile = load_profile("dev", rerank_weights=profile.rerank_weights, rerank_k=profile.rerank_k)
     if dev_profile.results_dir == dev and (dev / "rerank").exists():
+        from ..errors import DataError
         from ..evaluation import scores
 
-        sc = pipeline.load_scored(dev_profile)
-        if not sc.pq.empty and {"dense", "rerank"} <= set(sc.pq.design):
+        try:
+            sc = pipeline.load_scored(dev_profile)
+        except DataError as exc:  # the dev runs cannot be scored as they are: said, not hidden
+            sc = None
+            display(Markdown(f"The rerank design's dev runs cannot be scored now: {exc}"))
+            text += " The chosen step's run as a design on the dev questions cannot be scored now (see above)."
+        if sc is not None and not sc.pq.empty and {"dense", "rerank"} <= set(sc.pq.design):
             d = scores.deltas(sc.pq[sc.pq.design.isin(["dense", "rerank"])], profile.bootstrap_resamples,
                               profile.bootstrap_seed)
             out["dev_deltas"] = d
             display(Markdown("The chosen step run as the rerank design on the dev questions, against dense "
                              "(paired bootstrap, 95% range):"))
-            display(d.style.hide(axis="index").format(precision=3))
+            show(d.drop(columns=["includes_zero"]), profile=profile)
             mrr = d[d.metric == "mrr_at_10"].iloc[0]
             text += (f" As a design on the {len(sc.common)} dev questions: MRR@10 {mrr.delta:+.3f} "
                      f"[{mrr.low:+.3f}, {mrr.high:+.3f}] against dense.")

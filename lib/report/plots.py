@@ -1,28 +1,70 @@
 """Charts of the report, drawn from saved data, saved as PNG and returned for inline display.
 
-Score axes start at zero; a design with one run is drawn as a point, a design with several runs
-as its mean with a line from its lowest to its highest run.
+Score axes start at zero, except the charts of differences (design minus dense, around a dashed
+zero line) and the frontier, which zooms to the scores it shows (its axis says where it starts). A
+design with one run is drawn as a point, a design with several runs as its mean with a line from
+its lowest to its highest run. Charts are at most 12.6 in wide and saved at 100 dpi, so a page 1400
+px wide shows them unscaled and no text is under 9 pt. Designs are named by ``names`` (the report
+passes :func:`lib.report.display.design_namer`, which names the offline rerank step by what it
+fuses); in the headline and the frontier, designs that call a language model are orange and those
+that do not blue.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
+
+from .display import calls_a_model
 
 LABELS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+MODEL_COLOUR, PLAIN_COLOUR, ARTICLE_COLOUR = "#dd8452", "#4c72b0", "black"
+SMALL = 9  # the smallest text on any chart, in points
 
 
-def _save(fig, path: Path, rect: tuple = (0, 0, 1, 1), dpi: int = 110):
+def _same(name: str) -> str:
+    return name
+
+
+def design_colour(design: str, llm_calls=None) -> str:
+    """Orange for a design that called a language model (``llm_calls`` per question, where the table
+    has it: escalate calls one only when it escalates), blue for one that did not."""
+    called = calls_a_model(design) if llm_calls is None or pd.isna(llm_calls) else llm_calls > 0
+    return MODEL_COLOUR if called else PLAIN_COLOUR
+
+
+def _save(fig, path: Path, rect: tuple = (0, 0, 1, 1), dpi: int = 100, layout: bool = True):
     """Save the figure and close it, so a notebook shows it once (as the returned value); ``rect``
-    keeps room for a legend below the axes."""
+    keeps room for a legend below the axes; ``layout=False`` keeps a layout already fixed (labels
+    placed by pixel position)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout(rect=rect)
+    if layout:
+        fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return fig
+
+
+def _renderer(fig):
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _empty(path: Path, text: str, size=(8, 1.6)):
+    fig, ax = plt.subplots(figsize=size)
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=11, color="grey", transform=ax.transAxes)
+    return _save(fig, path)
 
 
 def collection_chart(manifest: dict, path: Path):
@@ -38,7 +80,7 @@ def collection_chart(manifest: dict, path: Path):
     axes[1].set_ylabel("papers")
     for ax in axes:
         for c in ax.containers:
-            ax.bar_label(c, fontsize=8)
+            ax.bar_label(c, fontsize=SMALL)
         ax.margins(y=0.12)
     return _save(fig, path)
 
@@ -58,71 +100,78 @@ def question_lengths(questions: pd.DataFrame, path: Path):
     return _save(fig, path)
 
 
-def scores_chart(run_scores: pd.DataFrame, path: Path):
+def scores_chart(run_scores: pd.DataFrame, path: Path, names: Callable[[str], str] = _same):
     """Each design's recall@5 and MRR@10 from 0 to 1: a point per design (the mean over its runs),
-    with a line from its lowest to its highest run where it has several runs."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    with a line from its lowest to its highest run where it has several runs; each value is written
+    on its own row, beside the point."""
+    designs = list(dict.fromkeys(run_scores["design"]))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.0 + 0.36 * max(len(designs), 1)))
     for ax, m in zip(axes, ("recall_at_5", "mrr_at_10")):
         g = run_scores.groupby("design", sort=False)[m]
-        designs = list(g.groups)
         mean, lo, hi, n = g.mean(), g.min(), g.max(), g.count()
         y = np.arange(len(designs))
         for yi, d in zip(y, designs):
             if n[d] > 1:
-                ax.hlines(yi, lo[d], hi[d], color="#4c72b0", lw=3, alpha=0.5)
-            ax.plot(mean[d], yi, "o", color="#4c72b0")
-            ax.annotate(f"{mean[d]:.3f}" + (f" ({n[d]} runs)" if n[d] > 1 else ""), (mean[d], yi),
-                        xytext=(0, 7), textcoords="offset points", ha="center", fontsize=8)
-        ax.set_yticks(y, designs)
-        ax.invert_yaxis()
+                ax.hlines(yi, lo[d], hi[d], color=PLAIN_COLOUR, lw=3, alpha=0.5)
+            ax.plot(mean[d], yi, "o", color=PLAIN_COLOUR)
+            text = f"{mean[d]:.3f}" + (f" ({n[d]} runs)" if n[d] > 1 else "")
+            left = mean[d] > 0.35  # beside the point, on the side with room, on the point's own row
+            ax.annotate(text, (min(lo[d], mean[d]) if left else max(hi[d], mean[d]), yi),
+                        xytext=(-7 if left else 7, 0), textcoords="offset points", ha="right" if left else "left",
+                        va="center", fontsize=SMALL)
+        ax.set_yticks(y, [names(d) for d in designs])
         ax.set_xlim(0, 1.05)
-        ax.set_ylim(len(designs) - 0.4, -0.8)
+        ax.set_ylim(len(designs) - 0.5, -0.5)
         ax.set_xlabel(f"{LABELS[m]} (mean over questions; 0 to 1)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle("Scores per design (line: lowest to highest run)", fontsize=10)
     return _save(fig, path)
 
 
-def deltas_chart(deltas: pd.DataFrame, path: Path):
+def deltas_chart(deltas: pd.DataFrame, path: Path, names: Callable[[str], str] = _same):
     """Each design minus dense with its 95% paired bootstrap range; dashed line at zero (no difference)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.0 + 0.36 * max(deltas.design.nunique(), 1)))
     for ax, m in zip(axes, ("recall_at_5", "mrr_at_10")):
         d = deltas[deltas.metric == m]
         y = np.arange(len(d))
         ax.errorbar(d["delta"], y, xerr=[d["delta"] - d["low"], d["high"] - d["delta"]], fmt="o", capsize=3,
-                    color="#4c72b0")
+                    color=PLAIN_COLOUR)
         ax.axvline(0, ls="--", color="gray")
-        ax.set_yticks(y, d["design"])
-        ax.invert_yaxis()
+        ax.set_yticks(y, [names(x) for x in d["design"]])
+        ax.set_ylim(len(d) - 0.5, -0.5)
         ax.set_xlabel(f"{LABELS[m]}: design minus dense (points; line: 95% range)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle("Each design against dense, on the same questions", fontsize=10)
     return _save(fig, path)
 
 
-def conditions_chart(table: pd.DataFrame, path: Path):
+def conditions_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same):
     """recall@5 and MRR@10 of every design in every condition (0 to 1), one row of points per condition."""
-    t = table.dropna(subset=["recall_at_5"])
+    t = table.dropna(subset=["recall_at_5"]) if "recall_at_5" in table else table.iloc[0:0]
+    if t.empty:
+        return _empty(path, "No condition has a scored run yet.")
     conditions = list(dict.fromkeys(t["condition"]))
     designs = list(dict.fromkeys(t["design"]))
     colours = design_colours(designs)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.9 + 0.75 * len(conditions)))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.4 + 0.75 * len(conditions)))
     for ax, m in zip(axes, ("recall_at_5", "mrr_at_10")):
         for ci, c in enumerate(conditions):
             sub = t[t.condition == c]
             for k, (_, r) in enumerate(sub.iterrows()):
                 y = ci + (k - (len(sub) - 1) / 2) * 0.12
-                ax.plot(r[m], y, "o", color=colours[r.design], label=r.design if ci == 0 or r.design not in
-                        set(t[t.condition.isin(conditions[:ci])].design) else None)
+                ax.plot(r[m], y, "o", color=colours[r.design])
         ax.set_yticks(range(len(conditions)), conditions)
-        ax.invert_yaxis()
+        spread = (t.groupby("condition").size().max() - 1) / 2 * 0.12 + 0.12
+        ax.set_ylim(len(conditions) - 1 + spread, -spread)
         ax.set_xlim(0, 1.05)
         ax.set_xlabel(f"{LABELS[m]} (mean over questions; 0 to 1)")
         ax.grid(axis="x", alpha=0.3)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(designs), fontsize=8, frameon=False)
-    fig.suptitle("Every design in every condition", fontsize=10)
-    return _save(fig, path, rect=(0, 0.08, 1, 1))
+    handles = [Line2D([], [], marker="o", ls="", color=colours[d], label=names(d)) for d in designs]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(designs), 5), fontsize=SMALL, frameon=False)
+    fig.suptitle("Every design in every condition (in each row, the designs in the legend's order, top to bottom)",
+                 fontsize=10)
+    legend_rows = math.ceil(len(designs) / 5)
+    return _save(fig, path, rect=(0, (0.22 * legend_rows + 0.05) / (1.4 + 0.75 * len(conditions)), 1, 1))
 
 
 def pareto(points: list[tuple[str, float, float]]) -> set[str]:
@@ -150,40 +199,239 @@ def design_colours(designs) -> dict[str, str]:
     return {d: cycle[i % len(cycle)] for i, d in enumerate(designs)}
 
 
-def frontier_chart(table: pd.DataFrame, path: Path):
-    """Per condition (a row), recall@5 and MRR@10 against mean latency per question and against cost
-    per question (:func:`cost_axis`). A point is a design's mean over its runs, with a line from its
-    lowest to its highest run; filled points are on that panel's frontier (:func:`pareto`: no other
-    design is at least as good for at most the same), hollow ones are not."""
-    t = table.dropna(subset=["mrr_at_10"])
+def _in_order(designs: list[str]) -> list[str]:
+    """Designs in the registry's order (a design with only a partial run comes at its place, not last)."""
+    try:
+        from ..designs import design_names
+
+        order = {d: i for i, d in enumerate(design_names())}
+    except Exception:
+        order = {}
+    return sorted(designs, key=lambda d: (order.get(d, len(order)), designs.index(d)))
+
+
+def _grid(n_panels: int, ncols: int, width: float, panel_height: float, extra: float = 0.6,
+          legend_height: float = 0.9):
+    """A figure of ``n_panels`` panels in at most ``ncols`` columns, and where its legend goes: the first
+    slot the panels leave free, or (when they fill every row) a strip under them. Returns the figure,
+    the panels, the legend's axes (None for the strip) and the figure's layout rectangle."""
+    ncols = max(1, min(ncols, n_panels))
+    nrows = math.ceil(n_panels / ncols)
+    strip = n_panels % ncols == 0
+    height = extra + panel_height * nrows + (legend_height if strip else 0)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[n_panels + (0 if strip else 1):]:
+        fig.delaxes(ax)
+    legend_ax = None if strip else flat[n_panels]
+    if legend_ax is not None:
+        legend_ax.axis("off")
+    return fig, flat[:n_panels], legend_ax, (0, (legend_height / height) if strip else 0, 1, 1)
+
+
+def _legend(fig, legend_ax, handles, ncol: int, **kwargs):
+    """The legend in its free slot, or in the strip under the panels."""
+    if legend_ax is not None:
+        return legend_ax.legend(handles=handles, loc="center", frameon=False, **kwargs)
+    return fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False, **kwargs)
+
+
+def _nudge(ax, xs, ys, min_px: float = 11.0) -> list[float]:
+    """x positions (data units, log axis) moved sideways just enough that no two points drawn at
+    these positions are closer than ``min_px`` pixels; the first point of a cluster stays put."""
+    pts = ax.transData.transform(np.c_[xs, ys])
+    order = sorted(range(len(xs)), key=lambda i: (pts[i][0], -pts[i][1]))
+    placed: list[np.ndarray] = []
+    out = list(xs)
+    for i in order:
+        p = pts[i].copy()
+        while any(np.hypot(*(p - q)) < min_px for q in placed):
+            p[0] += min_px / 2
+        placed.append(p)
+        out[i] = ax.transData.inverted().transform(p)[0]
+    return out
+
+
+def _offsets():
+    """Where a label may go, nearest first: rings of 12 directions, 7 to 80 points from its point."""
+    out = []
+    for radius in (7, 13, 20, 30, 42, 58, 80):
+        for k in (0, 6, 3, 9, 2, 4, 8, 10, 1, 5, 7, 11):  # right, left, up, down, then the diagonals
+            a = math.radians(30 * k)
+            dx, dy = radius * math.cos(a), radius * math.sin(a)
+            ha = "left" if dx > 1 else ("right" if dx < -1 else "center")
+            va = "bottom" if dy > 1 else ("top" if dy < -1 else "center")
+            out.append((round(dx, 1), round(dy, 1), ha, va, radius > 13))
+    return out
+
+
+_OFFSETS = _offsets()
+
+
+def _place_labels(ax, xs, ys, texts, renderer, fontsize: int = SMALL) -> list:
+    """Each point's label beside it, at the first position (nearest first, farther ones with a leader
+    line) where it overlaps no other label, no point and stays inside the panel."""
+    pts = ax.transData.transform(np.c_[xs, ys])
+    dots = [Bbox.from_bounds(x - 5, y - 5, 10, 10) for x, y in pts]
+    frame = ax.get_window_extent(renderer)
+    placed: list[Bbox] = []
+    anns = []
+    for i in sorted(range(len(xs)), key=lambda k: -pts[k][1]):
+        ann = ax.annotate(texts[i], (xs[i], ys[i]), xytext=(7, 0), textcoords="offset points", ha="left",
+                          va="center", fontsize=fontsize)
+        best = None
+        for dx, dy, ha, va, far in _OFFSETS:
+            ann.xyann = (dx, dy)
+            ann.set_ha(ha)
+            ann.set_va(va)
+            box = ann.get_window_extent(renderer).expanded(1.04, 1.15)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(b) for b in placed) and \
+                    not any(box.overlaps(d) for j, d in enumerate(dots) if j != i):
+                best = (dx, dy, ha, va, far, box)
+                break
+        if best is None:  # nowhere free: beside the point, so the label is still there
+            best = (7, 0, "left", "center", False, None)
+        dx, dy, ha, va, far, box = best
+        ann.remove()
+        ann = ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                          fontsize=fontsize, arrowprops=dict(arrowstyle="-", color="grey", lw=0.6) if far else None)
+        placed.append(box if box is not None else ann.get_window_extent(renderer))
+        anns.append(ann)
+    return anns
+
+
+def frontier_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same, metric: str = "mrr_at_10"):
+    """Per condition (one panel each, in two columns), a score (MRR@10 by default) against the median
+    latency per question (the tables' latency), each design labelled beside its point with its LLM
+    cost per question (:func:`cost_axis`: tokens offline, list-price USD where there is a fee). A
+    point is a design's mean over its runs, with a line from its lowest to its highest run; filled
+    points are on the panel's frontier (:func:`pareto`: no other design is at least as good for at
+    most the same latency), hollow ones are not. Points that would cover each other are moved
+    sideways just enough to show each one."""
+    t = table.dropna(subset=[metric]) if metric in table else table.iloc[0:0]
+    if t.empty:
+        return _empty(path, "No condition has a scored run yet.")
     conditions = list(dict.fromkeys(t["condition"]))
-    colours = design_colours(dict.fromkeys(t["design"]))
-    cost, cost_label = cost_axis(t)
-    panels = [(m, x) for m in ("recall_at_5", "mrr_at_10") for x in ("latency_mean_s", cost)]
-    fig, axes = plt.subplots(len(conditions), 4, figsize=(16, 0.6 + 2.6 * len(conditions)), squeeze=False)
-    for row, c in zip(axes, conditions):
-        sub = t[t.condition == c]
-        for ax, (m, x) in zip(row, panels):
-            xs = sub[x].astype(float).clip(lower=1e-3) if x == "latency_mean_s" else sub[x].astype(float)
-            front = pareto(list(zip(sub.design, xs, sub[m])))
-            for (_, r), xv in zip(sub.iterrows(), xs):
-                col = colours[r.design]
-                lo, hi = r.get(f"{m}_min"), r.get(f"{m}_max")
-                if pd.notna(lo) and pd.notna(hi) and hi > lo:
-                    ax.plot([xv, xv], [lo, hi], "-", color=col, lw=1.5)
-                ax.plot(xv, r[m], "o", ms=7, color=col, mfc=col if r.design in front else "white", mew=1.5)
-            if x == "latency_mean_s":
-                ax.set_xscale("log")
-                ax.set_xlabel("mean latency per question (s, log scale)")
-            else:
-                ax.set_xscale("symlog", linthresh=100 if x == "tokens" else 1e-4)
-                ax.set_xlim(left=0)
-                ax.set_xlabel(f"{cost_label} (0, then log)")
-            ax.set_ylim(0, 1.05)
-            ax.set_ylabel(f"{LABELS[m]}\n{c}", fontsize=8)
-            ax.grid(alpha=0.3)
-    handles = [plt.Line2D([], [], marker="o", ls="", color=col, label=d) for d, col in colours.items()]
-    fig.legend(handles=handles, loc="lower center", ncol=len(colours), fontsize=9, frameon=False)
-    fig.suptitle("Cost and quality per condition: filled points are on the frontier (no design is at least as good "
-                 "for less); lines span a design's lowest to highest run", fontsize=10)
-    return _save(fig, path, rect=(0, 0.5 / (0.6 + 2.6 * len(conditions)), 1, 1), dpi=100)
+    cost, _ = cost_axis(t)
+    fig, panels, legend_ax, rect = _grid(len(conditions), 2, 12.4, 3.9, 0.7, legend_height=0.8)
+    for ax, c in zip(panels, conditions):
+        sub = t[t.condition == c].reset_index(drop=True)
+        xs = sub["latency_median_s"].astype(float).clip(lower=1e-3).tolist()
+        ys = sub[metric].astype(float).tolist()
+        lows = [float(v) if pd.notna(v) else y for v, y in zip(sub.get(f"{metric}_min", sub[metric]), ys)]
+        ax.set_xscale("log")
+        ax.set_xlim(min(xs) / 3, max(xs) * 4)
+        bottom = max(0.0, math.floor((min(lows) - 0.03) * 20) / 20)
+        ax.set_ylim(bottom, 1.0 + (1.0 - bottom) * 0.06)
+        ax.set_title(c, fontsize=10)
+        ax.set_xlabel("median latency per question (s, log scale)", fontsize=SMALL)
+        ax.set_ylabel(f"{LABELS[metric]} (axis from {bottom:g})", fontsize=SMALL)
+        ax.tick_params(labelsize=SMALL)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Quality against latency, per condition: {LABELS[metric]} and median latency per question; filled: "
+                 "on the frontier (no design as good for less time)", fontsize=10)
+    fig.tight_layout(rect=(0, rect[1], 1, 0.975))
+    renderer = _renderer(fig)
+    for ax, c in zip(panels, conditions):
+        sub = t[t.condition == c].reset_index(drop=True)
+        xs = sub["latency_median_s"].astype(float).clip(lower=1e-3).tolist()
+        ys = sub[metric].astype(float).tolist()
+        front = pareto(list(zip(sub.design, xs, ys)))
+        shown = _nudge(ax, xs, ys)
+        texts = []
+        for i, r in sub.iterrows():
+            col = design_colour(r.design, r.get("llm_calls"))
+            lo, hi = r.get(f"{metric}_min"), r.get(f"{metric}_max")
+            if pd.notna(lo) and pd.notna(hi) and hi > lo:
+                ax.plot([shown[i], shown[i]], [lo, hi], "-", color=col, lw=1.5)
+            ax.plot(shown[i], ys[i], "o", ms=7, color=col, mfc=col if r.design in front else "white", mew=1.5)
+            fee = r.get(cost)
+            extra = ""
+            if pd.notna(fee) and fee > 0:
+                extra = f", {fee:.4f} USD" if cost == "cost_usd_per_q" else f", {fee:,.0f} tokens"
+            texts.append(names(r.design) + extra)
+        _place_labels(ax, shown, ys, texts, renderer)
+    handles = [Line2D([], [], marker="o", ls="", color=PLAIN_COLOUR, ms=7, label="called no language model"),
+               Line2D([], [], marker="o", ls="", color=MODEL_COLOUR, ms=7, label="called a language model"),
+               Line2D([], [], marker="o", ls="", color="grey", ms=7, label="filled: on the frontier"),
+               Line2D([], [], marker="o", ls="", color="grey", mfc="white", ms=7, mew=1.5, label="hollow: not"),
+               Line2D([], [], ls="-", color="grey", lw=1.5, label="line: lowest to highest run")]
+    _legend(fig, legend_ax, handles, 5, fontsize=10, title_fontsize=10,
+            title=("labels: the design, and its LLM " + ("cost (USD)" if cost == "cost_usd_per_q" else "tokens")
+                   + " per question"))
+    return _save(fig, path, layout=False)
+
+
+def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same, article: dict | None = None,
+                   default: str = "full questions"):
+    """The report's one headline figure: in each condition (a panel), every design minus dense in
+    that condition with its 95% paired bootstrap range, recall@5 (circle) and MRR@10 (square);
+    orange for designs that call a language model, blue for those that do not; in the ``default``
+    condition the article's published differences (``article``: data/article_figures.json) in black
+    on their own rows beneath ours. A design without a complete run in a condition says so."""
+    t = table if "condition" in table else pd.DataFrame(columns=["condition", "design"])
+    if t.empty:
+        return _empty(path, "No design has a complete run yet, so nothing is compared with dense yet.", (12.6, 2))
+    conditions = list(dict.fromkeys(t["condition"]))
+    designs = _in_order([d for d in dict.fromkeys(t["design"]) if d != "dense"])
+    published = (article or {}).get("results", {})
+    fig, panels, legend_ax, rect = _grid(len(conditions), 3, 12.6, 2.85, 0.35, legend_height=1.0)
+    metrics = (("recall_at_5", -0.2, "o"), ("mrr_at_10", 0.2, "s"))
+    for ax, c in zip(panels, conditions):
+        sub = t[t.condition == c].drop_duplicates("design").set_index("design")
+        rows = []
+        for d in designs:
+            rows.append((names(d), "ours", d))
+            if c == default and any(f"delta_{m}" in published.get(d, {}) for m, _, _ in metrics):
+                rows.append((f"the article's {d}", "article", d))
+        xs = [0.0]
+        for i, (_, kind, d) in enumerate(rows):
+            if kind == "ours":
+                r = sub.loc[d] if d in sub.index else None
+                scored = r is not None and pd.notna(r.get("questions")) and r.get("questions", 0) > 0 \
+                    and pd.notna(r.get("recall_at_5_delta"))
+                if not scored:
+                    note = "not run here yet" if r is None else "no complete run yet"
+                    ax.text(0.02, i, note, transform=ax.get_yaxis_transform(), va="center", ha="left",
+                            fontsize=SMALL, color="grey", style="italic")
+                    continue
+            for m, off, marker in metrics:
+                if kind == "article":
+                    value = published[d].get(f"delta_{m}")
+                    if not value:
+                        continue
+                    delta, lo, hi = value
+                    col, face = ARTICLE_COLOUR, "white"
+                else:
+                    delta, lo, hi = r[f"{m}_delta"], r[f"{m}_low"], r[f"{m}_high"]
+                    if pd.isna(delta):
+                        continue
+                    col = face = design_colour(d, r.get("llm_calls"))
+                ax.plot([lo, hi], [i + off] * 2, "-", color=col, lw=1.8, solid_capstyle="butt")
+                ax.plot(delta, i + off, marker, color=col, mfc=face, ms=5.5, mew=1.3)
+                xs += [lo, hi]
+        ax.axvline(0, ls="--", color="grey", lw=1)
+        span = max(abs(min(xs)), abs(max(xs)), 0.02)
+        ax.set_xlim(min(min(xs), 0) - 0.08 * span, max(max(xs), 0) + 0.08 * span)
+        ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=SMALL)
+        for tick, (_, kind, _) in zip(ax.get_yticklabels(), rows):
+            if kind == "article":
+                tick.set_color("#444444")
+                tick.set_fontstyle("italic")
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        n = sub["questions"].max() if "questions" in sub and sub["questions"].notna().any() else 0
+        ax.set_title(f"{c} ({int(n)} questions)" if n else c, fontsize=10)
+        ax.set_xlabel("design − dense, with its 95% range", fontsize=SMALL)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(5))
+        ax.tick_params(axis="x", labelsize=SMALL)
+        ax.grid(axis="x", alpha=0.3)
+    handles = [Line2D([], [], marker="o", ls="-", color="grey", mfc="grey", ms=6, label="recall@5 − dense"),
+               Line2D([], [], marker="s", ls="-", color="grey", mfc="grey", ms=6, label="MRR@10 − dense"),
+               Line2D([], [], marker="s", ls="-", color=PLAIN_COLOUR, ms=6, label="called no language model"),
+               Line2D([], [], marker="s", ls="-", color=MODEL_COLOUR, ms=6, label="called a language model"),
+               Line2D([], [], marker="s", ls="-", color=ARTICLE_COLOUR, mfc="white", ms=6,
+                      label="the article, as published\n(its own models and questions)")]
+    _legend(fig, legend_ax, handles, 3, fontsize=SMALL, title_fontsize=SMALL,
+            title="right of the dashed line:" + ("\n" if legend_ax is not None else " ") + "better than dense")
+    return _save(fig, path, rect=rect)

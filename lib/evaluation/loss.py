@@ -1,0 +1,623 @@
+"""The LLM designs' loss against dense, taken apart from the saved records (no model call).
+
+Four measurements, each a pure function over saved :class:`Result` records, the questions and a
+search function (``search(text) -> ranked ids``, the condition's dense search at depth 50), so the
+design's own saved queries can be searched again:
+
+1. **the stop judgement** (the agent): every decision the model made, whether the source was among
+   the titles it was shown (the top 5 of each search so far, as the agent shows them) and whether
+   it stopped or searched again (:func:`decisions`, :func:`stop_table`, :func:`search_use`);
+2. **the queries**: the source's rank under each model-written query alone against its rank under
+   the question as written, and the words each query added (:func:`query_outcomes`,
+   :func:`outcome_counts`, :func:`added_word_table`);
+3. **the merge**: the fused list against the best single list among the same searches and against
+   the question's own list (:func:`per_result`, :func:`merge_table`);
+4. **ceilings**: an oracle-stop agent over the same queries and a one-extra-search bound
+   (:func:`ceilings_table`).
+
+:func:`account` puts the parts side by side and :func:`loss_reading` names, from the numbers,
+which of them accounts for a design's loss. :func:`condition_loss` and :func:`conditions_loss`
+read a profile's saved complete runs (through ``lib.pipeline``) and return every table.
+
+The parts of the loss (MRR@10 or recall@5, means over questions, runs averaged first):
+``loss = dense - fused = (best single - fused) + (dense - best single)``: the merge's part and the
+queries' part. For the agent and multi-query the question is one of the searches, so the best single
+list is never below dense and the merge's part is the whole loss or more. The oracle stop's gain
+(``oracle stop - fused``) overlaps the merge's part: a search that should not have been made
+matters only through the fusion.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..designs import Question, Result
+from ..designs.loop import ranked_list
+from ..search.fusion import rrf
+from .failures import added_words
+from .metrics import paired_bootstrap, scores_of
+
+LOSS_DESIGNS = ("agent", "multiquery", "loop")
+DESIGN_WORDS = {"agent": "the agent", "multiquery": "multi-query", "loop": "the loop"}
+METRICS = ("recall_at_5", "mrr_at_10")
+METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+SHOWN = 5      # titles the agent is shown from each search (its prompt: ids[:5])
+DEPTH = 50     # the depth of every search and of the fused list
+OUTCOMES = ("better", "same", "worse", "both missing")
+# the list variants of one result: as run (the saved list), the question alone (dense), the best
+# single list among the searches it made, an oracle stop over the same queries, and the best of the
+# question's list and any one of the model's queries (one extra search, used perfectly)
+VARIANTS = {"fused": "the design as run", "oracle": "oracle stop (same queries)",
+            "extra": "one-extra-search bound", "best": "best single list among its searches",
+            "question": "dense (the question's own list)"}
+
+Search = Callable[[str], Sequence[str]]
+
+
+# --------------------------------------------------------------------------- what a design searched
+def searched_queries(result: Result) -> list[str]:
+    """The queries a design searched, in order: the agent and multi-query search the question first,
+    then the model's queries; the tool-calling loop searches only the queries the model called
+    (its record keeps the question first, then its searches)."""
+    return list(result.queries[1:]) if result.design == "loop" else list(result.queries)
+
+
+def written_queries(result: Result) -> list[str]:
+    """The model-written queries of a result (every design's record: the question first, then them)."""
+    return list(result.queries[1:])
+
+
+def _covered(ids: Sequence[str], source: str) -> bool:
+    """The source (for a two-part question: both papers, joined by ';') among the ids."""
+    have = set(ids)
+    return all(p in have for p in source.split(";"))
+
+
+def _shown(lists: Sequence[Sequence[str]], upto: int, shown: int) -> list[str]:
+    """The ids of the top ``shown`` of each of the first ``upto`` lists."""
+    return [d for ids in lists[:upto] for d in ids[:shown]]
+
+
+def _fuse(lists: Sequence[Sequence[str]], rrf_k: int, depth: int = DEPTH) -> list[str]:
+    return [d for d, _ in rrf(lists, rrf_k)][:depth]
+
+
+def _rank(x) -> float:
+    """A rank for comparison: missing (beyond the depth) ranks below every found one."""
+    return float("inf") if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+def outcome(question_rank, query_rank) -> str:
+    """How a query alone ranks the source against the question alone: better, same, worse or both
+    missing (a rank of None: not in the top 50)."""
+    q, x = _rank(question_rank), _rank(query_rank)
+    if q == x == float("inf"):
+        return "both missing"
+    return "better" if x < q else "worse" if x > q else "same"
+
+
+def search_texts(results: Sequence[Result], questions: Sequence[Question]) -> list[str]:
+    """Every text the measurements search (the questions and every saved query), once each."""
+    return list(dict.fromkeys([q.text for q in questions] + [t for r in results for t in r.queries]))
+
+
+# --------------------------------------------------------------------------- 1. the stop judgement
+def decisions(results: Sequence[Result], questions: Sequence[Question], search: Search,
+              shown: int = SHOWN) -> pd.DataFrame:
+    """One row per decision the agent's model made: after which search, whether the source was among
+    the titles it was shown (the top ``shown`` of every search so far), and what followed: it searched
+    again, or the search ended (``ending``: the record's stop reason; "stop" is the model's own stop,
+    others are a malformed, empty or repeated query, a refusal or a cut reply). After the last allowed
+    search (stop reason "cap") no decision is asked for."""
+    source = {q.qid: q.source_id for q in questions}
+    rows = []
+    for r in results:
+        if r.qid not in source:
+            continue
+        lists = [list(search(q)) for q in r.queries]
+        n = len(lists)
+        made = n - 1 if r.stop_reason == "cap" else n
+        for i in range(1, made + 1):
+            again = i < n
+            rows.append({"qid": r.qid, "run": r.run, "after_search": i,
+                         "source_shown": _covered(_shown(lists, i, shown), source[r.qid]),
+                         "decision": "searched again" if again else "stopped",
+                         "ending": "searched again" if again else (r.stop_reason or "stop")})
+    return pd.DataFrame(rows, columns=["qid", "run", "after_search", "source_shown", "decision", "ending"])
+
+
+def stop_table(dec: pd.DataFrame) -> pd.DataFrame:
+    """The 2x2 of the stop judgement: source shown or not x stopped or searched again, each cell's
+    decisions, its share of all decisions and of its row; ``not_explicit_stop``: the stopped
+    decisions that were no "stop" reply (a malformed, empty or repeated query, a refusal, a cut reply)."""
+    total = len(dec)
+    rows = []
+    for shown_ in (True, False):
+        row = dec[dec.source_shown == shown_] if total else dec
+        for d in ("stopped", "searched again"):
+            cell = row[row.decision == d] if total else row
+            rows.append({"source": "shown" if shown_ else "not shown", "decision": d, "decisions": len(cell),
+                         "share": len(cell) / total if total else np.nan,
+                         "share_of_row": len(cell) / len(row) if len(row) else np.nan,
+                         "not_explicit_stop": int((cell.ending != "stop").sum()) if d == "stopped" else 0})
+    return pd.DataFrame(rows)
+
+
+def stop_grid(table: pd.DataFrame) -> pd.DataFrame:
+    """The 2x2 of :func:`stop_table` as a grid: counts with their share of all decisions."""
+    cells = {(r.source, r.decision): f"{r.decisions} ({r.share:.0%})" if r.decisions else "0"
+             for r in table.itertuples()}
+    return pd.DataFrame({d: {f"source {s}": cells.get((s, d), "0") for s in ("shown", "not shown")}
+                         for d in ("stopped", "searched again")})
+
+
+def article_search_use() -> dict:
+    """The article's agent: the share of questions it stopped after one search and used all three
+    (``data/article_figures.json``, its "Other reported figures")."""
+    from ..config import ROOT
+
+    other = json.loads((ROOT / "data" / "article_figures.json").read_text(encoding="utf-8"))["other"]
+    return {"stopped_after_one": other["agent_stopped_after_one_search"], "used_all": other["agent_used_all_three"]}
+
+
+def search_use(results: Sequence[Result], max_searches: int = 3, article: dict | None = None) -> dict:
+    """Over (question, run) results: the share that stopped after one search and the share that used
+    all ``max_searches``, beside the article's (``article``: its two shares, or None)."""
+    n = len(results)
+    searches = np.array([r.searches for r in results])
+    out = {"results": n, "stopped_after_one": float((searches == 1).mean()) if n else np.nan,
+           "used_all": float((searches == max_searches).mean()) if n else np.nan,
+           "searches_mean": float(searches.mean()) if n else np.nan}
+    if article:
+        out.update({"article_stopped_after_one": article["stopped_after_one"], "article_used_all": article["used_all"]})
+    return out
+
+
+# --------------------------------------------------------------------------- 2. the queries
+def query_outcomes(results: Sequence[Result], questions: Sequence[Question], search: Search) -> pd.DataFrame:
+    """One row per model-written query: the source's rank under it alone and under the question as
+    written (dense, the search's depth; None: not found), the outcome (better, same, worse, both
+    missing) and the words it added (lowercased word tokens not in the question, stop words removed:
+    :func:`lib.evaluation.failures.added_words`)."""
+    by = {q.qid: q for q in questions}
+    rows = []
+    for r in results:
+        q = by.get(r.qid)
+        if q is None:
+            continue
+        base = scores_of(list(search(q.text)), q.source_id)["rank"]
+        for i, text in enumerate(written_queries(r), start=1):
+            rank = scores_of(list(search(text)), q.source_id)["rank"]
+            words = added_words(q.text, text)
+            rows.append({"qid": r.qid, "run": r.run, "query_no": i, "query": text, "question_rank": base,
+                         "query_rank": rank, "outcome": outcome(base, rank), "added_words": " ".join(words),
+                         "n_added": len(words)})
+    return pd.DataFrame(rows, columns=["qid", "run", "query_no", "query", "question_rank", "query_rank", "outcome",
+                                       "added_words", "n_added"])
+
+
+def outcome_counts(qdf: pd.DataFrame) -> dict:
+    """The queries' outcomes: counts and shares of better, same, worse and both missing."""
+    n = len(qdf)
+    out: dict = {"queries": n}
+    for o in OUTCOMES:
+        k = int((qdf.outcome == o).sum()) if n else 0
+        out[o] = k
+        out[f"{o}_share"] = k / n if n else np.nan
+    return out
+
+
+def outcomes_by_added(qdf: pd.DataFrame) -> pd.DataFrame:
+    """The outcomes of queries that added words to the question against those that added none."""
+    rows = []
+    for added, g in ((True, qdf[qdf.n_added > 0]), (False, qdf[qdf.n_added == 0])):
+        rows.append({"added_words": "some" if added else "none", **outcome_counts(g)})
+    return pd.DataFrame(rows)
+
+
+def added_word_table(qdf: pd.DataFrame, top: int = 15) -> pd.DataFrame:
+    """The most frequent added words among the queries that ranked the source worse than the
+    question, beside those among the queries that ranked it better: each word counted once a query,
+    with the share of that group's queries that added it (ties by the word)."""
+    cols = {}
+    for o in ("worse", "better"):
+        g = qdf[qdf.outcome == o]
+        counts = Counter(w for text in g.added_words for w in set(str(text).split()))
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        cols[o] = ranked, len(g)
+    n = max((len(v[0]) for v in cols.values()), default=0)
+    rows = []
+    for i in range(n):
+        row = {"rank": i + 1}
+        for o, (ranked, size) in cols.items():
+            w, k = ranked[i] if i < len(ranked) else ("", 0)
+            row.update({f"{o}_word": w, f"{o}_queries": k, f"{o}_share": k / size if w else np.nan})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["rank", "worse_word", "worse_queries", "worse_share", "better_word",
+                                       "better_queries", "better_share"])
+
+
+# --------------------------------------------------------------------------- 3./4. merge and ceilings
+def oracle_stop(lists: Sequence[Sequence[str]], source: str, shown: int = SHOWN) -> int:
+    """How many of the lists an oracle-stop agent fuses: up to the first search whose shown titles
+    (with every earlier search's) hold the source; all of them when it is never shown."""
+    for i in range(1, len(lists) + 1):
+        if _covered(_shown(lists, i, shown), source):
+            return i
+    return len(lists)
+
+
+def _best(scored: Sequence[dict]) -> dict:
+    """The best of several lists' scores, each measure on its own (rank: the best rank)."""
+    if not scored:
+        return {"recall_at_5": 0.0, "mrr_at_10": 0.0, "rank": None}
+    ranks = [s["rank"] for s in scored if s["rank"] is not None]
+    return {"recall_at_5": max(s["recall_at_5"] for s in scored), "mrr_at_10": max(s["mrr_at_10"] for s in scored),
+            "rank": min(ranks) if ranks else None}
+
+
+def recomputed(result: Result, lists: Sequence[Sequence[str]], rrf_k: int = 60, depth: int = DEPTH) -> list[str]:
+    """The design's ranked list rebuilt from the lists searched again (the loop: its citations first)."""
+    if result.design == "loop":
+        return ranked_list(result.details.get("citations", []), lists, rrf_k, depth)
+    return _fuse(lists, rrf_k, depth)
+
+
+def per_result(results: Sequence[Result], questions: Sequence[Question], search: Search, rrf_k: int = 60,
+               shown: int = SHOWN, depth: int = DEPTH) -> pd.DataFrame:
+    """One row per (question, run): recall@5, MRR@10 and rank of the source in each list variant
+    (:data:`VARIANTS`): ``fused`` the saved list as the design ran it; ``question`` the question's own
+    list (dense); ``best`` the best single list among the searches the design made (each measure on its
+    own: an oracle pick); ``oracle`` the fusion of the lists up to the first search whose shown titles
+    hold the source (``stop_at``; all of them if never shown); ``extra`` the best of the question's list
+    and any one model-written query's list. ``reproduced``: the saved list equals the one rebuilt from
+    the lists searched again (the check that the search reproduces the run)."""
+    by = {q.qid: q for q in questions}
+    rows = []
+    for r in results:
+        q = by.get(r.qid)
+        if q is None:
+            continue
+        src = q.source_id
+        lists = [list(search(t)) for t in searched_queries(r)]
+        own = list(search(q.text))
+        written = [list(search(t)) for t in written_queries(r)]
+        stop_at = oracle_stop(lists, src, shown)
+        variants = {"fused": scores_of(r.ranked_ids, src), "question": scores_of(own, src),
+                    "best": _best([scores_of(x, src) for x in lists]),
+                    "oracle": scores_of(_fuse(lists[:stop_at], rrf_k, depth), src) if lists else
+                    {"recall_at_5": 0.0, "mrr_at_10": 0.0, "rank": None},
+                    "extra": _best([scores_of(x, src) for x in [own] + written])}
+        row = {"qid": r.qid, "run": r.run, "design": r.design, "searches": len(lists), "stop_at": stop_at,
+               "reproduced": recomputed(r, lists, rrf_k, depth) == list(r.ranked_ids)}
+        for v, s in variants.items():
+            row.update({f"{v}_{m}": s[m] for m in (*METRICS, "rank")})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _by_question(pr: pd.DataFrame, col: str) -> pd.Series:
+    """A column averaged over runs, per question (question order as first met)."""
+    return pr.groupby("qid", sort=False)[col].mean()
+
+
+def _paired(pr: pd.DataFrame, a: str, b: str, n_resamples: int, seed: int) -> tuple[float, float, float]:
+    return paired_bootstrap(_by_question(pr, a).to_numpy(), _by_question(pr, b).to_numpy(), n_resamples, seed)
+
+
+def merge_table(pr: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
+    """Per measure: the fused list, the best single list among the same searches and the question's own
+    list (means over questions, runs averaged first), with paired bootstrap ranges of fused - best single
+    and fused - question only."""
+    rows = []
+    for m in METRICS:
+        row = {"metric": m, "questions": int(pr.qid.nunique()), "fused": _by_question(pr, f"fused_{m}").mean(),
+               "best_single": _by_question(pr, f"best_{m}").mean(), "question_only": _by_question(pr, f"question_{m}").mean()}
+        for variant, other in (("best", "best_single"), ("question", "question_only")):
+            d, lo, hi = _paired(pr, f"fused_{m}", f"{variant}_{m}", n_resamples, seed)
+            row.update({f"fused_minus_{other}": d, f"fused_minus_{other}_low": lo, f"fused_minus_{other}_high": hi})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ceilings_table(pr: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
+    """The design as run, an oracle-stop agent over the same queries, the one-extra-search bound and the
+    best single list, against dense (the question's own list): recall@5 and MRR@10 with paired ranges."""
+    rows = []
+    for v in ("fused", "oracle", "extra", "best", "question"):
+        row = {"variant": VARIANTS[v], "questions": int(pr.qid.nunique())}
+        for m in METRICS:
+            row[m] = _by_question(pr, f"{v}_{m}").mean()
+            if v != "question":
+                d, lo, hi = _paired(pr, f"{v}_{m}", f"question_{m}", n_resamples, seed)
+                row.update({f"{m}_delta": d, f"{m}_delta_low": lo, f"{m}_delta_high": hi})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the account
+def account(pr: pd.DataFrame, qdf: pd.DataFrame, dec: pd.DataFrame | None = None, metric: str = "mrr_at_10",
+            n_resamples: int = 2000, seed: int = 7) -> dict:
+    """The loss against dense in one measure and its parts: ``loss`` (dense - fused), ``merge_part`` (best
+    single - fused), ``queries_part`` (dense - best single; loss = merge_part + queries_part), ``stop_part``
+    (oracle stop - fused), each share of the loss (``<part>_share``, when there is a loss), the ranges of
+    fused - dense and fused - best single, the queries' outcomes (``queries``: how many) and, with the
+    agent's decisions, the stop judgement's cells."""
+    mean = {v: _by_question(pr, f"{v}_{metric}").mean() for v in VARIANTS}
+    d, lo, hi = _paired(pr, f"fused_{metric}", f"question_{metric}", n_resamples, seed)
+    dm, lom, him = _paired(pr, f"fused_{metric}", f"best_{metric}", n_resamples, seed)
+    out = {"metric": metric, "questions": int(pr.qid.nunique()), "results": len(pr),
+           **{f"{v}_mean": x for v, x in mean.items()},
+           "loss": mean["question"] - mean["fused"], "fused_minus_dense": d, "fused_minus_dense_low": lo,
+           "fused_minus_dense_high": hi, "merge_part": mean["best"] - mean["fused"], "fused_minus_best": dm,
+           "fused_minus_best_low": lom, "fused_minus_best_high": him, "queries_part": mean["question"] - mean["best"],
+           "stop_part": mean["oracle"] - mean["fused"],
+           "best_below_question": int((_by_question(pr, f"best_{metric}") < _by_question(pr, f"question_{metric}")).sum()),
+           "reproduced": float(pr.reproduced.mean()) if len(pr) else np.nan}
+    for part in ("merge", "queries", "stop"):
+        out[f"{part}_share"] = out[f"{part}_part"] / out["loss"] if out["loss"] > 0 else np.nan
+    out.update(outcome_counts(qdf))
+    if dec is not None:
+        shown_, hidden = dec[dec.source_shown], dec[~dec.source_shown]
+        out.update({"decisions": len(dec), "shown_decisions": len(shown_), "hidden_decisions": len(hidden),
+                    "shown_searched_again": int((shown_.decision == "searched again").sum()),
+                    "hidden_stopped": int((hidden.decision == "stopped").sum())})
+    return out
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x is None or np.isnan(x) else f"{x:.0%}"
+
+
+def _gap(x: float) -> str:
+    """A difference in words, against what follows: "0.152 below", "0.016 above" or "level with"."""
+    return "level with" if round(abs(x), 3) == 0 else f"{abs(x):.3f} {'above' if x > 0 else 'below'}"
+
+
+def loss_reading(condition: str, design: str, acc: dict, recall: dict | None = None) -> str:
+    """A short reading of one design's loss in one condition, generated from :func:`account`'s numbers
+    (``recall``: the same account in recall@5, for the first sentence): how far it is below dense, which
+    part accounts for it, how its new queries ranked the source and (the agent) its stop judgement."""
+    name, m = DESIGN_WORDS.get(design, design), METRIC_WORDS[acc["metric"]]
+    loss, merge, queries = acc["loss"], acc["merge_part"], acc["queries_part"]
+    rng = f"[{acc['fused_minus_dense_low']:+.3f}, {acc['fused_minus_dense_high']:+.3f}]"
+    merge_rng = f"[{acc['fused_minus_best_low']:+.3f}, {acc['fused_minus_best_high']:+.3f}]"
+    parts = [f"In {condition}, {name}'s {m} is {_gap(-loss)} dense ({acc['fused_mean']:.3f} against "
+             f"{acc['question_mean']:.3f}; {name} − dense {acc['fused_minus_dense']:+.3f} {rng}"
+             + (f"; recall@5 {recall['fused_minus_dense']:+.3f}" if recall else "") + f"; {acc['questions']} questions)."]
+    lost = round(loss, 3) > 0
+    if lost and queries <= 0:
+        parts.append(f"Fusion accounts for all of it ({_pct(acc['merge_share'])} of the loss): the best single list among "
+                     f"its own searches (an oracle pick) scores {acc['best_mean']:.3f}, {_gap(-queries)} dense, and "
+                     f"the fused list is {_gap(-merge)} it {merge_rng}.")
+    elif lost and merge <= 0:
+        parts.append(f"The queries account for all of it ({_pct(acc['queries_share'])} of the loss): the best single list "
+                     f"among its own searches (an oracle pick) is {_gap(-queries)} the question's own list, and below it on "
+                     f"{acc['best_below_question']} questions; the merge costs nothing (the fused list is {_gap(-merge)} "
+                     f"that best list {merge_rng}).")
+    elif lost:
+        parts.append(f"Fusion accounts for {_pct(acc['merge_share'])} of it (the fused list is {_gap(-merge)} the best "
+                     f"single list among its searches {merge_rng}) and the queries for {_pct(acc['queries_share'])} "
+                     f"(that best list is {_gap(-queries)} the question's own list, and below it on "
+                     f"{acc['best_below_question']} questions).")
+    else:
+        parts.append(f"There is no loss to account for; the fused list is {_gap(-merge)} the best single list among its "
+                     f"searches {merge_rng}.")
+    if acc["queries"]:
+        parts.append(f"Its {acc['queries']} new queries, each searched alone, ranked the source worse than the question in "
+                     f"{_pct(acc['worse_share'])}, better in {_pct(acc['better_share'])} and the same in "
+                     f"{_pct(acc['same_share'])} (both missing: {_pct(acc['both missing_share'])}).")
+    else:
+        parts.append("It wrote no new query.")
+    if "stopped_after_one" in acc:
+        parts.append(f"It stopped after one search on {_pct(acc['stopped_after_one'])} of its (question, run) pairs and "
+                     f"used all {acc['max_searches']} on {_pct(acc['used_all'])}"
+                     + (f" (the article's agent: {_pct(acc['article_stopped_after_one'])} and "
+                        f"{_pct(acc['article_used_all'])})" if "article_used_all" in acc else "") + ".")
+    if "decisions" in acc:
+        parts.append(f"Its stop judgement: of the {acc['shown_decisions']} decisions made with the source among the shown "
+                     f"titles, {acc['shown_searched_again']} searched again, and of the {acc['hidden_decisions']} made "
+                     f"without it, {acc['hidden_stopped']} stopped; stopping exactly when the source was shown gives "
+                     f"{acc['oracle_mean']:.3f} ({acc['stop_part']:+.3f} against the run"
+                     + (f", {_pct(acc['stop_share'])} of the loss" if lost else "") + ").")
+    if lost:
+        named = {"fusion": acc["merge_share"], "the new queries": acc["queries_share"]}
+        if "decisions" in acc:
+            named["the stop judgement"] = acc["stop_share"]
+        top = max(named, key=lambda k: named[k])
+        parts.append(f"What accounts for the loss: {top} ({_pct(named[top])} of it"
+                     + ("; the stop judgement acts through the fusion, so the two overlap" if "decisions" in acc else "")
+                     + ").")
+    return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- one design, one condition
+@dataclass
+class DesignLoss:
+    """One design's loss taken apart in one condition (``status`` says why not, when it could not be)."""
+
+    condition: str
+    design: str
+    status: str = ""
+    runs: list[int] = field(default_factory=list)
+    not_scored: list[str] = field(default_factory=list)
+    questions: int = 0
+    per_result: pd.DataFrame = field(default_factory=pd.DataFrame)
+    decisions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    queries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    accounts: dict[str, dict] = field(default_factory=dict)
+    reading: str = ""
+    dense_reproduced: float | None = None
+
+    @property
+    def analysed(self) -> bool:
+        return not self.status
+
+
+def analyse(condition: str, design: str, results: Sequence[Result], questions: Sequence[Question], search: Search,
+            rrf_k: int = 60, max_searches: int = 3, shown: int = SHOWN, n_resamples: int = 2000, seed: int = 7,
+            article: dict | None = None, top_words: int = 15) -> DesignLoss:
+    """Every table of one design's loss from its complete runs' results (pure: the search is given)."""
+    pr = per_result(results, questions, search, rrf_k, shown)
+    qdf = query_outcomes(results, questions, search)
+    dec = decisions(results, questions, search, shown) if design == "agent" else pd.DataFrame()
+    tables = {"merge": merge_table(pr, n_resamples, seed), "ceilings": ceilings_table(pr, n_resamples, seed),
+              "outcomes": pd.DataFrame([outcome_counts(qdf)]), "by_added": outcomes_by_added(qdf),
+              "words": added_word_table(qdf, top_words)}
+    if design == "agent":
+        tables["stop"] = stop_table(dec)
+        tables["use"] = pd.DataFrame([search_use(results, max_searches, article)])
+    accounts = {m: account(pr, qdf, dec if design == "agent" else None, m, n_resamples, seed) for m in METRICS}
+    if design == "agent":
+        for acc in accounts.values():
+            acc.update({**search_use(results, max_searches, article), "max_searches": max_searches})
+    runs = sorted({r.run for r in results})
+    out = DesignLoss(condition, design, runs=runs, questions=int(pr.qid.nunique()) if len(pr) else 0, per_result=pr,
+                     decisions=dec, queries=qdf, tables=tables, accounts=accounts)
+    out.reading = loss_reading(condition, design, accounts["mrr_at_10"], accounts["recall_at_5"])
+    return out
+
+
+# --------------------------------------------------------------------------- from a profile's saved runs
+def complete_runs(runs: dict[int, list[Result] | str], qids: set[str]) -> tuple[list[Result], list[str]]:
+    """The results of the complete runs (every scored question answered; other questions left out),
+    and a line for each run not scored: a partial run with how many it answered, or (a text in place
+    of the results) why its records could not be used."""
+    complete: list[Result] = []
+    not_scored: list[str] = []
+    for k in sorted(runs):
+        res = runs[k]
+        if isinstance(res, str):
+            not_scored.append(f"run {k}: {res}")
+            continue
+        res = [r for r in res if r.qid in qids]
+        answered = {r.qid for r in res}
+        if answered < qids:
+            not_scored.append(f"run {k}: {len(answered)} of {len(qids)} questions answered (a partial run; not scored)")
+        else:
+            complete.extend(res)
+    return complete, not_scored
+
+
+def batched_search(searcher, texts: Sequence[str], k: int = DEPTH, chunk: int = 512) -> Search:
+    """The dense search as a function of the text, every given text embedded in batches first (the
+    searcher's own embedding and index; other texts are searched when asked)."""
+    lists: dict[str, list[str]] = {}
+    todo = list(dict.fromkeys(texts))
+    for i in range(0, len(todo), chunk):
+        part = todo[i:i + chunk]
+        for t, v in zip(part, searcher.query_vectors(part)):
+            lists[t] = [h.id for h in searcher.index.search_vector(v, k)]
+        searcher.forget_queries()
+
+    def search(text: str) -> list[str]:
+        if text not in lists:
+            lists[text] = [h.id for h in searcher.search(text, k)]
+        return lists[text]
+
+    return search
+
+
+def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_DESIGNS,
+                   article: dict | None = None) -> list[DesignLoss]:
+    """Each design's loss in one condition (``profile``: that condition's profile), from its complete
+    saved runs, every record checked as the scorer checks it; a run stopped part-way or whose records
+    fail the check is named as not scored. Reads only; the searches run with the condition's dense
+    searcher, no model is called."""
+    from .. import pipeline
+    from ..errors import DataError
+    from ..runs import read_checked, run_files
+
+    rdir = pipeline.results_dir(profile)
+    files = {d: run_files(rdir, d) for d in designs}
+    if not any(files.values()):
+        return [DesignLoss(condition, d, status="no saved run") for d in designs]
+    parts = pipeline.ProfileParts(profile, progress=False)
+    qs = pipeline.scored_questions(profile, parts.papers)
+    qids = {q.qid for q in qs}
+    check = pipeline.record_check(profile, parts)
+    article = article if article is not None else article_search_use()
+    chosen: dict[str, tuple[list[Result], list[str]]] = {}
+    for d in designs:
+        runs: dict[int, list[Result] | str] = {}
+        for path in files[d]:
+            try:
+                runs[int(path.stem[3:])] = read_checked(path, d, check)
+            except DataError as exc:
+                runs[int(path.stem[3:])] = f"its records fail the check ({exc})"
+        chosen[d] = complete_runs(runs, qids)
+    texts = search_texts([r for res, _ in chosen.values() for r in res], qs)
+    search = batched_search(parts.searcher, texts) if any(res for res, _ in chosen.values()) else None
+    dense_same = None
+    if search is not None and run_files(rdir, "dense"):
+        try:
+            dense = {r.qid: r.ranked_ids for r in read_checked(run_files(rdir, "dense")[0], "dense", check)}
+            dense_same = float(np.mean([dense.get(q.qid) == list(search(q.text))[:len(dense.get(q.qid) or [])]
+                                        for q in qs]))
+        except DataError:
+            dense_same = None
+    out = []
+    for d in designs:
+        complete, not_scored = chosen[d]
+        if not complete:
+            out.append(DesignLoss(condition, d, status="no complete run" if not_scored else "no saved run",
+                                  not_scored=not_scored))
+            continue
+        shown = profile.loop_search_k if d == "loop" else SHOWN
+        res = analyse(condition, d, complete, qs, search, profile.rrf_k, profile.agent_max_searches, shown,
+                      profile.bootstrap_resamples, profile.bootstrap_seed, article)
+        res.not_scored, res.dense_reproduced = not_scored, dense_same
+        out.append(res)
+    return out
+
+
+def conditions_loss(profile, designs: Sequence[str] = LOSS_DESIGNS) -> list[DesignLoss]:
+    """:func:`condition_loss` in every condition of the grid (``lib.pipeline.condition_profiles``); a
+    condition whose saved records cannot be read is named with why."""
+    from .. import pipeline
+    from ..errors import DataError
+
+    out: list[DesignLoss] = []
+    article = article_search_use()
+    for cname, cp in pipeline.condition_profiles(profile).items():
+        try:
+            out += condition_loss(cp, cname, designs, article)
+        except DataError as exc:
+            out += [DesignLoss(cname, d, status=f"not read: {exc}") for d in designs]
+    return out
+
+
+def status_table(losses: Sequence[DesignLoss]) -> pd.DataFrame:
+    """Per condition and design: the runs analysed, the runs not scored and why, questions, and the share
+    of results whose saved list the searches rebuilt exactly."""
+    return pd.DataFrame([{"condition": x.condition, "design": x.design,
+                          "runs analysed": ", ".join(map(str, x.runs)) or "—", "questions": x.questions,
+                          "not scored": "; ".join(x.not_scored) or "—", "status": x.status or "analysed",
+                          "saved list rebuilt": x.accounts["mrr_at_10"]["reproduced"] if x.analysed else np.nan,
+                          "dense run rebuilt": x.dense_reproduced if x.dense_reproduced is not None else np.nan}
+                         for x in losses])
+
+
+def combined(losses: Sequence[DesignLoss], name: str) -> pd.DataFrame:
+    """One table (``name``: a key of :attr:`DesignLoss.tables`) over every analysed condition and design,
+    the condition and design first."""
+    frames = [x.tables[name].assign(condition=x.condition, design=x.design) for x in losses
+              if x.analysed and name in x.tables]
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    return df[["condition", "design", *[c for c in df.columns if c not in ("condition", "design")]]]
+
+
+def account_table(losses: Sequence[DesignLoss], metric: str = "mrr_at_10") -> pd.DataFrame:
+    """The loss and its parts in one measure, one row per analysed condition and design."""
+    keep = ["questions", "question_mean", "fused_mean", "loss", "merge_part", "queries_part", "stop_part", "merge_share",
+            "queries_share", "stop_share", "best_mean", "oracle_mean", "extra_mean", "worse_share", "better_share"]
+    return pd.DataFrame([{"condition": x.condition, "design": x.design, **{k: x.accounts[metric][k] for k in keep}}
+                         for x in losses if x.analysed])
