@@ -296,8 +296,11 @@ def default_runs(parts: ProfileParts, name: str) -> list[int]:
         return [1]
     if profile.llm_backend == "replay":
         recorded = {rec["run"] for rec in parts.llm().store.records(design_class(name).record_kind).values()}
-        # a design that may answer without the model (escalate) has runs saved with no call recorded
+        # a design that may answer without the model (escalate) has runs saved with no call recorded,
+        # and its first run needs no record at all
         recorded |= {int(p.stem[3:]) for p in run_files(profile.results_dir, name)}
+        if getattr(design_class(name), "may_answer_without_llm", False):
+            recorded.add(1)
         return sorted(r for r in recorded if r <= profile.n_runs)
     return list(range(1, profile.n_runs + 1))
 

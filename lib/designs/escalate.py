@@ -71,6 +71,7 @@ class EscalateDesign:
     name = "escalate"
     uses_llm = True
     record_kind = "escalate"
+    may_answer_without_llm = True  # a question its signal does not escalate needs no model call
     settings = HybridRerankDesign.settings + tuple(
         s for s in AgentDesign.settings if s not in HybridRerankDesign.settings and s != "agent_max_searches") + (
         "escalate_signal", "escalate_threshold", "escalate_max_queries", "escalate_max_llm_calls",

@@ -178,18 +178,20 @@ def search_use(results: Sequence[Result], max_searches: int = 3, article: dict |
     return out
 
 
+def with_questions(results: Sequence[Result], questions: Sequence[Question]):
+    """Each result with its question (results for questions not in the set are left out)."""
+    by = {q.qid: q for q in questions}
+    return [(r, by[r.qid]) for r in results if r.qid in by]
+
+
 # --------------------------------------------------------------------------- 2. the queries
 def query_outcomes(results: Sequence[Result], questions: Sequence[Question], search: Search) -> pd.DataFrame:
     """One row per model-written query: the source's rank under it alone and under the question as
     written (dense, the search's depth; None: not found), the outcome (better, same, worse, both
     missing) and the words it added (lowercased word tokens not in the question, stop words removed:
     :func:`lib.evaluation.failures.added_words`)."""
-    by = {q.qid: q for q in questions}
     rows = []
-    for r in results:
-        q = by.get(r.qid)
-        if q is None:
-            continue
+    for r, q in with_questions(results, questions):
         base = scores_of(list(search(q.text)), q.source_id)["rank"]
         for i, text in enumerate(written_queries(r), start=1):
             rank = scores_of(list(search(text)), q.source_id)["rank"]
@@ -277,12 +279,8 @@ def per_result(results: Sequence[Result], questions: Sequence[Question], search:
     hold the source (``stop_at``; all of them if never shown); ``extra`` the best of the question's list
     and any one model-written query's list. ``reproduced``: the saved list equals the one rebuilt from
     the lists searched again (the check that the search reproduces the run)."""
-    by = {q.qid: q for q in questions}
     rows = []
-    for r in results:
-        q = by.get(r.qid)
-        if q is None:
-            continue
+    for r, q in with_questions(results, questions):
         src = q.source_id
         lists = [list(search(t)) for t in searched_queries(r)]
         own = list(search(q.text))
