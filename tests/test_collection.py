@@ -74,7 +74,15 @@ def test_tfidf_lookalikes_find_the_topical_twin():
     assert nb["a"][0][1] > nb["a"][1][1]
 
 
-def test_build_collection_roles_and_counts(snapshot):
+@pytest.fixture(scope="module")
+def pool(snapshot):
+    """The window's papers and the year before it: a real pool, a sixth of the snapshot (the draw's
+    TF-IDF over the whole snapshot is what the pilot reproduction test checks)."""
+    return [p for p in snapshot if p.first_seen >= "2026-04-01"] + [p for p in snapshot if p.first_seen < "2025-06-01"][:200]
+
+
+def test_build_collection_roles_and_counts(pool):
+    snapshot = pool
     rows, stats = build_collection(snapshot, n_sources=20, n_papers=300, n_lookalikes=5, seed=20260701,
                                    window=("2026-07-01", "2026-08-22"), categories=["cs.AI", "cs.CL", "cs.IR", "cs.LG"])
     assert len(rows) == 300 and len({r["id"] for r in rows}) == 300
@@ -92,7 +100,8 @@ def test_build_collection_roles_and_counts(snapshot):
                          categories=["cs.CL"], given_sources=["9999.99999"])
 
 
-def test_given_sources_are_included(snapshot):
+def test_given_sources_are_included(pool):
+    snapshot = pool
     old = next(p for p in snapshot if p.first_seen < "2025-06-01")
     rows, stats = build_collection(snapshot, n_sources=5, n_papers=60, n_lookalikes=2, seed=3,
                                    window=("2026-07-01", "2026-08-22"), categories=["cs.CL"], given_sources=[old.id])
@@ -100,12 +109,14 @@ def test_given_sources_are_included(snapshot):
     assert {r["id"]: r["role"] for r in rows}[old.id] == "source"
 
 
-def test_make_collection_is_cached_by_its_inputs(tmp_path, monkeypatch):
+def test_make_collection_is_cached_by_its_inputs(tmp_path, monkeypatch, pool):
     import lib.data.collection as col
     from lib.config import load_profile
 
     cfg = load_profile("pilot", data_dir=str(tmp_path), n_papers=40, n_sources=3)
-    rows, man = col.make_collection(cfg)
+    with monkeypatch.context() as m:
+        m.setattr(col, "load_pool", lambda profile: pool)
+        rows, man = col.make_collection(cfg)
     calls = []
     monkeypatch.setattr(col, "load_pool", lambda profile: calls.append(1) or [])
     rows2, man2 = col.make_collection(cfg)  # same inputs: read back, no pool read
