@@ -59,6 +59,23 @@ def verified(path: Path) -> bool:
         return False
 
 
+def read_cache(path: Path, load: Callable[[Path], Any], what: str, errors: tuple = (OSError, ValueError)) -> Any:
+    """A cache file's content (``load(path)``) when it exists and matches the digest recorded when it
+    was written; else None, and a damaged or unreadable one is named (what it held is recomputed)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    if not verified(path):
+        print(f"{path}: {what} cache does not match its recorded digest (changed or damaged); "
+              f"recomputing the {what} it held")
+        return None
+    try:
+        return load(path)
+    except errors as exc:
+        print(f"{path}: unreadable {what} cache ({type(exc).__name__}: {exc}); recomputing the {what} it held")
+        return None
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
     """Write a file atomically: a temporary file beside it, renamed into place (never half-written)."""
     path = Path(path)

@@ -43,14 +43,15 @@ def search_papers(profile: Profile) -> list[dict]:
         from .data.papers import read_papers
 
         roles = {p["id"]: p["role"] for p in papers}
+        rows = [{"id": p.id, "title": p.title, "abstract": p.abstract, "categories": list(p.categories),
+                 "first_seen": p.first_seen, "role": roles.get(p.id, "snapshot")} for p in read_papers(snap)]
         _SNAPSHOT_PAPERS.clear()
-        _SNAPSHOT_PAPERS[key] = [{"id": p.id, "title": p.title, "abstract": p.abstract, "categories": list(p.categories),
-                                  "first_seen": p.first_seen, "role": roles.get(p.id, "snapshot")}
-                                 for p in read_papers(snap)]
-    return _SNAPSHOT_PAPERS[key]
+        _SNAPSHOT_PAPERS[key] = (rows, collection_digest(rows))
+    return _SNAPSHOT_PAPERS[key][0]
 
 
-_SNAPSHOT_PAPERS: dict[tuple, list[dict]] = {}
+# the snapshot's papers as last read, with their digest (the papers and the digest are read once a process)
+_SNAPSHOT_PAPERS: dict[tuple, tuple[list[dict], str]] = {}
 
 
 def questions_path(profile: Profile) -> Path:
@@ -108,17 +109,11 @@ def question_set(profile: Profile, papers: list[dict] | None = None) -> list[Que
 
 def collection_digest(papers: list[dict]) -> str:
     """The digest of the papers a design searches (id, title, abstract, categories, first listing)."""
-    cached = _DIGESTS.get(id(papers))
-    if cached is not None and cached[0] is papers:
-        return cached[1]
-    d = digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
-                for p in papers])
-    if any(papers is v for v in _SNAPSHOT_PAPERS.values()):  # the kept snapshot list: its digest kept with it
-        _DIGESTS[id(papers)] = (papers, d)
-    return d
-
-
-_DIGESTS: dict[int, tuple[list, str]] = {}
+    kept = next((d for rows, d in _SNAPSHOT_PAPERS.values() if rows is papers), None)
+    if kept is not None:  # the snapshot's papers as read: their digest was taken then
+        return kept
+    return digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
+                   for p in papers])
 
 
 def questions_digest(questions: list[Question]) -> str:

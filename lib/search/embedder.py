@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..config import ROOT
 from ..errors import ModelUnavailable
-from ..io import seal, verified, write_bytes
+from ..io import read_cache, seal, write_bytes
 
 CACHE_DIR = ROOT / "data" / "cache" / "embeddings"
 
@@ -78,21 +78,12 @@ class EmbeddingCache:
 
     @staticmethod
     def _load(path: Path) -> dict[str, np.ndarray]:
-        """A cache file's vectors, when its content matches its recorded digest (else named, not used:
-        what it held is recomputed)."""
-        if not path.exists():
-            return {}
-        if not verified(path):
-            print(f"{path}: embedding cache does not match its recorded digest (changed or damaged); "
-                  "recomputing the embeddings it held")
-            return {}
-        try:
-            with np.load(path) as z:
+        """A cache file's vectors (:func:`lib.io.read_cache`: a damaged one is named, not used)."""
+        def load(p: Path) -> dict[str, np.ndarray]:
+            with np.load(p) as z:
                 return {str(k): v for k, v in zip(z["keys"], z["vectors"])}
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-            print(f"{path}: unreadable embedding cache ({type(exc).__name__}: {exc}); "
-                  "recomputing the embeddings it held")
-            return {}
+
+        return read_cache(path, load, "embeddings", (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError)) or {}
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         seen, out = set(), []

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import ROOT
 from ..errors import DataError, ModelUnavailable
-from ..io import Appender, locked, read_jsonl, repair_torn_tail, seal, verified
+from ..io import Appender, locked, read_cache, read_jsonl, repair_torn_tail, seal, verified
 from .embedder import slug
 
 SCORE_CACHE_DIR = ROOT / "data" / "cache" / "rerank"
@@ -57,18 +57,9 @@ class CrossEncoderScorer:
 
     @staticmethod
     def _load(path: Path) -> dict[str, float]:
-        """A score file's scores, when its content matches its recorded digest (else named, not used)."""
-        if not path.exists():
-            return {}
-        if not verified(path):
-            print(f"{path}: score cache does not match its recorded digest (changed or damaged); "
-                  "recomputing the scores it held")
-            return {}
-        try:
-            return {k: float(v) for k, v in read_jsonl(path, torn_tail_ok=True)}
-        except (DataError, ValueError, TypeError) as exc:
-            print(f"{path}: unreadable score cache ({exc}); recomputing the scores it held")
-            return {}
+        """A score file's scores (:func:`lib.io.read_cache`: a damaged one is named, not used)."""
+        return read_cache(path, lambda p: {k: float(v) for k, v in read_jsonl(p, torn_tail_ok=True)}, "scores",
+                          (DataError, ValueError, TypeError)) or {}
 
     @property
     def model(self):
