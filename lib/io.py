@@ -215,3 +215,18 @@ class Appender:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def read_utf8(path: Path, what: str = "file", unit: str = "line") -> str:
+    """A text file's contents, UTF-8 with or without a byte-order mark; a missing file is named as
+    ``what``, and a decoding error names the file, the ``unit`` (line or row) and the byte."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such {what}")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        at = data[:exc.start].count(b"\n") + 1
+        raise DataError(f"{path}: {unit} {at}: byte {data[exc.start]:#04x} is not UTF-8 ({exc.reason}); save the file "
+                        "as UTF-8") from None

@@ -55,6 +55,8 @@ _SNAPSHOT_PAPERS: dict[tuple, tuple[list[dict], str]] = {}
 
 
 def questions_path(profile: Profile) -> Path:
+    if profile.questions_source == "user" and profile.collection_source == "documents":
+        return profile.data_dir / "questions.csv"  # imported with the documents (lib/data/study.py)
     if profile.questions_source == "user":
         if not profile.user_questions_path:
             raise DataError(f"profiles/{profile.name}.yaml: questions_source 'user' needs user_questions_path")
@@ -144,15 +146,30 @@ def embedder(profile: Profile) -> Embedder:
     return Embedder(profile.embedder, profile.embedder_backend, cache_dir=folder, base_dirs=base)
 
 
-def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool = True) -> DenseSearcher:
-    """Exact dense search over the papers; the snapshot's vectors come from its shipped matrix."""
+def dense_options(profile: Profile) -> dict:
+    """How the dense index searches: exact (numpy, faiss flat) or approximate (faiss HNSW), by setting."""
+    return {"backend": profile.dense_backend, "hnsw_m": profile.hnsw_m, "hnsw_ef_search": profile.hnsw_ef_search,
+            "hnsw_ef_construction": profile.hnsw_ef_construction}
+
+
+def document_chunks(profile: Profile, papers: list[dict], emb: Embedder | None = None):
+    """The documents' chunks when the profile chunks them (``chunk_documents``), else None."""
+    if not profile.chunk_documents:
+        return None
+    from .search.chunking import chunk_for_embedder
+
+    return chunk_for_embedder(papers, emb or embedder(profile), profile.chunk_tokens, profile.chunk_overlap)
+
+
+def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool = True, chunks=None) -> DenseSearcher:
+    """Dense search over the papers (or their chunks); the snapshot's vectors come from its shipped matrix."""
     papers = papers if papers is not None else search_papers(profile)
     emb = embedder(profile)
     if profile.collection_scope == "snapshot":
         from .search.snapshot import load_matrix
 
-        return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder)), emb)
-    return DenseSearcher(DenseIndex.build(papers, emb, progress=progress), emb)
+        return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder), **dense_options(profile)), emb)
+    return DenseSearcher(DenseIndex.build(papers, emb, progress=progress, chunks=chunks, **dense_options(profile)), emb)
 
 
 class ProfileParts:
@@ -180,8 +197,13 @@ class ProfileParts:
                 and (not dates or dates[0] <= p["first_seen"] <= dates[1])}
 
     @cached_property
+    def chunks(self):
+        """The documents' chunks (``chunk_documents``), or None: each paper searched whole."""
+        return document_chunks(self.profile, self.papers)
+
+    @cached_property
     def searcher(self) -> DenseSearcher:
-        s = searcher(self.profile, self.papers, self.progress)
+        s = searcher(self.profile, self.papers, self.progress, chunks=self.chunks)
         s.index.restrict(self.allowed)
         return s
 
@@ -204,6 +226,10 @@ class ProfileParts:
             from .llm.anthropic_backend import profile_backend_kwargs
 
             settings = profile_backend_kwargs(p, "llm")
+        elif p.llm_backend == "openai":
+            from .llm import openai_settings
+
+            settings = openai_settings(p)
         own = p.own_dir
         return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend,
                         records_root=None if own is None else own / "llm_records", **settings)
@@ -217,7 +243,12 @@ class ProfileParts:
         return (p.llm_record_backend or "local") if p.llm_backend == "replay" else p.llm_backend
 
     def prompt_style(self) -> str:
-        return "anthropic" if self.llm_source() == "anthropic" else "local"
+        """The article's prompts for Claude and for an OpenAI-compatible server (native tool calls), the
+        local variant (worked examples, grammar) for the local model and a server sent its grammar."""
+        source = self.llm_source()
+        if source == "openai":
+            return "local" if self.profile.openai_send_grammar else "anthropic"
+        return "anthropic" if source == "anthropic" else "local"
 
     @cached_property
     def _scorer(self):
@@ -240,7 +271,7 @@ class ProfileParts:
         folder, base = cache_dirs(self.profile, "bm25")
         if self.profile.collection_scope == "snapshot":
             folder, base = BM25_DIR, ()
-        return BM25Index.build(self.papers, cache_dir=folder, base_dirs=base).restrict(self.allowed)
+        return BM25Index.build(self.papers, cache_dir=folder, base_dirs=base, chunks=self.chunks).restrict(self.allowed)
 
     def reranker(self):
         """The rerank step: the cross-encoder's score fused with the dense and BM25 scores by the
@@ -263,6 +294,12 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
         prov["ties"] = RRF_TIES
     # the metadata filters shape every design's searches; they enter the record only when set
     prov.update({k: profile.settings[k] for k in ("filter_categories", "filter_first_seen") if profile.settings.get(k)})
+    # chunked search and approximate search change what is found: they enter the record only when set,
+    # so every result computed whole and exactly keeps its key
+    if profile.chunk_documents:
+        prov.update({k: profile.settings[k] for k in ("chunk_documents", "chunk_tokens", "chunk_overlap")})
+    if profile.dense_backend == "faiss-hnsw":
+        prov.update({k: profile.settings[k] for k in ("dense_backend", "hnsw_m", "hnsw_ef_search", "hnsw_ef_construction")})
     if cls.uses_llm:
         prov.update({"llm_backend": parts.llm().name, "llm_source": parts.llm_source(),
                      "prompt_style": parts.prompt_style()})
@@ -322,6 +359,8 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     rdir = results_dir(profile)
     if profile.llm_backend == "anthropic" and any(design_class(n).uses_llm for n in names):
         paid_preflight(profile, designs, qs, runs)
+    if profile.llm_backend == "openai" and profile.openai_concurrency > 1:
+        concurrent_first_turns(designs, qs, runs)
     replay = profile.llm_backend == "replay" and any(design_class(n).uses_llm for n in names)
     out: dict[int, dict[str, list[Result]]] = {}
     misses = []
@@ -352,6 +391,22 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
         raise misses[0]
     write_qrels(qs, rdir / "qrels.txt")
     return out
+
+
+def concurrent_first_turns(designs: list, questions: list[Question], runs: list[int]) -> int:
+    """With an OpenAI-compatible server: every LLM design's first turns (its ``first_requests``) sent
+    ``openai_concurrency`` at a time and recorded before the run, which then replays them, as the
+    batch prefetch does for Claude; later turns depend on the first and go one at a time. Returns
+    the number of requests."""
+    from .llm.batches import first_turn_requests
+
+    n = 0
+    for d in designs:
+        if getattr(d, "uses_llm", False) and getattr(d, "llm", None) is not None:
+            reqs = first_turn_requests(d, questions, runs)
+            d.llm.complete_many(reqs)
+            n += len(reqs)
+    return n
 
 
 def recorded_later(parts: ProfileParts, designs: list, run: int, questions: list[Question]) -> list[str]:
@@ -426,12 +481,15 @@ CONDITIONS = {
 
 
 def condition_profiles(profile: Profile) -> dict[str, Profile]:
-    """The profile in each condition of the grid (two-part only where the profile has that set)."""
+    """The profile in each condition of the grid (two-part only where the profile has that set; a study of
+    your own data has one condition, its own questions over its own documents)."""
     from .config import load_profile
 
     out = {}
     for name, over in CONDITIONS.items():
         if over.get("question_set") == "twopart" and not profile.twopart_questions_path:
+            continue
+        if profile.collection_source == "documents" and over:  # your own data: its questions as given, its documents
             continue
         out[name] = load_profile(profile.name, **{**profile.overrides, **over})
     return out

@@ -32,13 +32,19 @@ def needs(profile) -> list[str]:
     """The live parts a profile uses: 'anthropic', 'hub', 'arxiv'."""
     s = profile.settings
     out = []
-    if s["llm_backend"] == "anthropic" or s["questions_source"] == "generate":
+    if s["llm_backend"] == "anthropic" or (s["questions_source"] == "generate" and _question_backend(profile) == "anthropic"):
         out.append("anthropic")
     if "huggingface-hub" in (s["embedder_backend"], s["reranker_backend"]):
         out.append("hub")
     if s["collection_source"] == "arxiv_api":
         out.append("arxiv")
     return out
+
+
+def _question_backend(profile) -> str:
+    from .data.question_gen import question_backend
+
+    return question_backend(profile)
 
 
 def local_model_missing(find_spec=importlib.util.find_spec, model_file=None) -> str | None:
@@ -62,8 +68,19 @@ def preflight(profile, check=reachable, local=None) -> list[str]:
     raise one ProfileError listing all that are missing."""
     problems = []
     start = time.monotonic()
-    if profile.settings["llm_backend"] == "local" and (why := (local or local_model_missing)()):
-        problems.append(f"llm_backend 'local' needs the local model, but {why}: run `make local-llm` first")
+    if profile.settings["llm_backend"] == "local":
+        from .llm import LLMError
+        from .llm.local_backend import install_command, local_model
+
+        try:
+            spec = local_model(profile.settings["llm_model"])
+        except LLMError as exc:
+            problems.append(str(exc))
+        else:
+            why = local() if local is not None else local_model_missing(model_file=spec.file)
+            if why:
+                problems.append(f"llm_backend 'local' needs the local model, but {why}: run "
+                                f"`{install_command(spec.name)}` first")
     want = needs(profile)
     if "anthropic" in want and not os.environ.get("ANTHROPIC_API_KEY"):
         problems.append("ANTHROPIC_API_KEY is not set (the Anthropic API needs a key)")
@@ -71,6 +88,12 @@ def preflight(profile, check=reachable, local=None) -> list[str]:
         problems.append("HF_HUB_OFFLINE=1 is set, but the embedder or reranker comes from the Hugging Face Hub")
     elif "hub" in want and (why := check(HUB_URL)):
         problems.append(f"the Hugging Face Hub ({HUB_URL}) cannot be reached: {why}")
+    if profile.settings["llm_backend"] == "openai":
+        url = profile.settings.get("openai_base_url") or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            problems.append("llm_backend 'openai' needs the server's address: set openai_base_url or OPENAI_BASE_URL")
+        elif why := check(url):
+            problems.append(f"the OpenAI-compatible server ({url}) cannot be reached: {why}")
     if "arxiv" in want and (why := check(ARXIV_URL)):
         problems.append(f"the arXiv API ({ARXIV_URL}) cannot be reached: {why}")
     if problems:

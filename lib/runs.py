@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from .designs import Design, Question, Result
 from .errors import DataError
+from .evaluation.relevance import judgements
 from .io import Appender, locked, read_jsonl, repair_torn_tail, write_text
 
 # provenance entries that say how a result was obtained but not what it depends on
@@ -226,5 +227,6 @@ def write_trec(results: Iterable[Result], path: Path, tag: str) -> Path:
 
 
 def write_qrels(questions: Iterable[Question], path: Path) -> Path:
-    """A TREC qrels file (qid 0 docid 1): each question's source paper(s), beside the run files."""
-    return write_text(Path(path), "".join(f"{q.qid} 0 {s} 1\n" for q in questions for s in q.source_id.split(";")))
+    """A TREC qrels file (qid 0 docid grade): each question's source paper(s), or its judgements, beside the run files."""
+    return write_text(Path(path), "".join(f"{q.qid} 0 {d} {g}\n" for q in questions
+                                          for d, g in judgements(q.source_id).items()))

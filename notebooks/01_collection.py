@@ -31,6 +31,9 @@
 #
 # The `offline` profile draws from the bundled arXiv snapshot (see `data/README.md`); the `article`
 # profile asks the arXiv API. The pilot profile's sources are the first of the default draw.
+#
+# **A study of your own data** (`make study`, `docs/your-data.md`) draws nothing: its documents are
+# read from your file as they are, and this page counts them instead.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -40,11 +43,10 @@ seed = None
 source_ids = None    # a list of arXiv ids that must be sources (for your own questions)
 
 # %%
-import pandas as pd
 from IPython.display import Markdown, display
 
 from lib.data.collection import make_collection
-from lib.report.article import article_figures
+from lib.report.collection import collection_reading, documents_table, draw_table, lookalike_pair
 from lib.report.pages import open_page, reading, show
 from lib.report import plots
 from lib.config import notebook_profile
@@ -52,43 +54,23 @@ from lib.config import notebook_profile
 cfg = notebook_profile(globals())
 open_page(cfg, "collection_source", "window_start", "window_end", "n_sources", "n_papers", "seed")
 rows, manifest = make_collection(cfg)
-display(Markdown(f"Profile **{cfg.name}**: collection source `{cfg.collection_source}`, seed {cfg.seed}, "
-                 f"window {cfg.window_start} to {cfg.window_end}, categories {', '.join(cfg.categories)}."))
+drawn = manifest.get("kind") != "documents"  # an arXiv draw, not your own documents
+if drawn:
+    display(Markdown(f"Profile **{cfg.name}**: collection source `{cfg.collection_source}`, seed {cfg.seed}, "
+                     f"window {cfg.window_start} to {cfg.window_end}, categories {', '.join(cfg.categories)}."))
+else:
+    show(documents_table(manifest, rows, cfg))
 
 # %% [markdown]
 # ## What was drawn
+# (for an arXiv draw: the pool, the roles, and a source beside its closest lookalike, the first
+# source of the draw: a fixed rule, not a pick)
 
 # %%
-nb = manifest["top_neighbour_tfidf"]
-summary = pd.DataFrame([
-    ("papers in the pool", manifest["pool_size"]),
-    ("eligible sources in the window", manifest["eligible_sources"]),
-    ("papers in the collection", manifest["n_papers"]),
-    *[(f"role: {k}", v) for k, v in manifest["by_role"].items()],
-    ("first listed, all papers", " to ".join(manifest["first_seen_range"])),
-    ("first listed, sources", " to ".join(manifest["source_first_seen_range"])),
-    ("source's top-neighbour TF-IDF similarity: median (Q1 to Q3)",
-     f"{nb['median']:.3f} ({nb['q1']:.3f} to {nb['q3']:.3f})"),
-], columns=["measure", "value"])
-show(summary)
+if drawn:
+    show(draw_table(manifest))
+    plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png")
+    show(lookalike_pair(manifest, rows))
 
 # %%
-plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png")
-
-# %% [markdown]
-# A source and its closest lookalike (the first source of the draw):
-
-# %%
-first = manifest["source_order"][0]
-by_id = {r["id"]: r for r in rows}
-nid, sim = manifest["lookalikes"][first][0]
-pair = pd.DataFrame([{"paper": "source", "id": first, "title": by_id[first]["title"]},
-                     {"paper": f"lookalike (TF-IDF cosine {sim:.3f})", "id": nid, "title": by_id[nid]["title"]}])
-pair.style.hide(axis="index")
-
-# %%
-reading(f"The collection holds {manifest['n_papers']:,} papers: {manifest['by_role'].get('source', 0)} sources drawn "
-        f"from {manifest['eligible_sources']:,} eligible papers of {manifest['pool_size']:,} in the pool, "
-        f"{manifest['by_role'].get('lookalike', 0)} lookalikes and {manifest['by_role'].get('filler', 0)} fillers. A "
-        f"source's closest lookalike has a median TF-IDF similarity of {nb['median']:.2f} (the article reports "
-        f"{article_figures()['collection']['top_neighbour_tfidf_median']:.2f}).")
+reading(collection_reading(manifest))

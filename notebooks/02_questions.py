@@ -35,7 +35,9 @@
 # them; the reviews were done by separate passes that saw only the abstracts. `generator` says so
 # for every row. A user with an API key can set `questions_source = "generate"` (profile `article`)
 # to write a fresh set with Claude Sonnet, or `"user"` with `user_questions_path` pointing to a CSV
-# (qid, source_id, question[, style, short]).
+# (qid, source_id, question[, style, short]). A study of your own data (`make study`) scores your
+# questions against your judgements (one or more relevant documents each, graded allowed): its
+# questions were not written under these rules, and the checks below only describe them.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -49,6 +51,7 @@ from IPython.display import Markdown, display
 from lib import pipeline
 from lib.config import notebook_profile, shown_path
 from lib.data.questions import copied_ngrams, read_twopart_questions, words
+from lib.evaluation.relevance import relevant_ids
 from lib.report import plots
 from lib.report.pages import open_page, reading, show, whole_table
 
@@ -62,6 +65,8 @@ if cfg.questions_source == "generate":
 qs = pd.DataFrame(pipeline.all_questions(cfg, papers))
 by_id = {p["id"]: p for p in papers}
 qs["words"] = qs["question"].map(lambda t: len(words(t)))
+qs["style"] = qs["style"].replace("", "(none)")
+first_source = qs["source_id"].map(lambda s: by_id[relevant_ids(s)[0]])  # a question's (first) relevant paper
 display(Markdown(f"`{shown_path(pipeline.questions_path(cfg))}`: {len(qs)} questions, "
                  f"{int(qs.ok.sum())} passed review; generator: {', '.join(sorted(qs.generator.unique()))}."))
 
@@ -71,7 +76,7 @@ display(Markdown(f"`{shown_path(pipeline.questions_path(cfg))}`: {len(qs)} quest
 # %%
 by_style = qs.groupby("style").agg(questions=("qid", "count"), passed=("ok", "sum"), median_words=("words", "median"),
                                    min_words=("words", "min"), max_words=("words", "max"))
-show(by_style.reindex([s for s in ("specific", "problem", "vague") if s in by_style.index]).reset_index())
+show(by_style.reindex([s for s in ("specific", "problem", "vague", "(none)") if s in by_style.index]).reset_index())
 
 # %%
 plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png")
@@ -83,7 +88,7 @@ plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png")
 # %%
 first = qs.groupby("style", sort=False).head(1)
 pd.DataFrame({"style": first["style"], "question": first["question"], "short form": first["short"],
-              "source title": first["source_id"].map(lambda s: by_id[s]["title"])}).style.hide(axis="index")
+              "source title": first_source[first.index].map(lambda p: p["title"])}).style.hide(axis="index")
 
 # %% [markdown]
 # ## Every question, with its review
@@ -103,7 +108,7 @@ qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]].style.hide(axis=
 
 # %%
 copies = [(r.qid, f, g) for r in qs.itertuples() for f in ("question", "short")
-          for g in copied_ngrams(by_id[r.source_id]["title"], getattr(r, f) or "")]
+          for g in copied_ngrams(first_source[r.Index]["title"], getattr(r, f) or "")]
 display(Markdown(f"**{len(copies)}** copied 4-grams in {len(qs)} questions and their short forms."))
 show(pd.DataFrame(copies, columns=["qid", "field", "copied words"]))
 

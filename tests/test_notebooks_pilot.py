@@ -1,39 +1,14 @@
 """The pilot notebooks end to end, as `make report PROFILE=pilot` runs them (papermill, the
 project's kernel), into a scratch folder: every notebook executes without error and the run
-writes nothing into the shipped report or figures."""
+writes nothing into the shipped report or figures. The notebooks are executed once, by the
+session fixture pilot_run (tests/conftest.py), whose saved runs the smoke test also scores."""
 import json
-import os
 
-import pytest
-
-from lib.config import ROOT
 from lib.report.index_page import notebook_titles
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    import papermill as pm
-    from jupyter_client.kernelspec import NoSuchKernel, KernelSpecManager
-
-    try:
-        KernelSpecManager().get_kernel_spec("agentic-rag-evidence")
-    except NoSuchKernel:
-        pytest.skip("the project's kernel is not registered (make setup registers it)")
-    os.environ["PYTHONPATH"] = str(ROOT)  # as the Makefile exports it, for the kernel
-    tmp = tmp_path_factory.mktemp("pilot-nb")
-    shipped = {p: p.stat().st_mtime for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
-    params = {"profile": "pilot", "data_dir": str(tmp / "data"), "results_dir": str(tmp / "results")}
-    out = {}
-    for name in notebook_titles():
-        out[name] = tmp / f"{name}.ipynb"
-        pm.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(out[name]), parameters=params,
-                            kernel_name="agentic-rag-evidence", cwd=str(ROOT / "notebooks"), progress_bar=False)
-    after = {p: p.stat().st_mtime for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
-    return tmp, out, shipped, after
-
-
-def test_every_pilot_notebook_runs_and_leaves_the_shipped_report_alone(executed):
-    tmp, out, shipped, after = executed
+def test_every_pilot_notebook_runs_and_leaves_the_shipped_report_alone(pilot_run):
+    tmp, out, shipped, after = pilot_run
     for name, path in out.items():
         nb = json.loads(path.read_text())
         errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -42,7 +17,7 @@ def test_every_pilot_notebook_runs_and_leaves_the_shipped_report_alone(executed)
     assert (tmp / "results" / "summary.json").exists() and (tmp / "results" / "figures").is_dir()
 
 
-def test_the_rendered_pilot_report_reads_as_a_report(executed):
+def test_the_rendered_pilot_report_reads_as_a_report(pilot_run):
     """The HTML as a reader gets it: charts inline where the notebooks draw them, no stderr boxes,
     no injected parameters, no tables cut with '…', titles in words, and every link resolves."""
     import re
@@ -51,7 +26,7 @@ def test_the_rendered_pilot_report_reads_as_a_report(executed):
     from lib.report.index_page import build_index
     from lib.report.render import render
 
-    tmp, out, _, _ = executed
+    tmp, out, _, _ = pilot_run
     html_dir = tmp / "html"
     html_dir.mkdir()
     pages = {name: render(path, html_dir).read_text() for name, path in out.items()}

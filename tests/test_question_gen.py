@@ -346,7 +346,7 @@ def article_with_collection(tmp_path, **overrides):
                 "lookalikes": {sid: [[n["id"], 0.9 - i / 10] for i, n in enumerate(ns)] for sid, ns in NEIGHBOURS.items()}}
     (tmp_path / "collection_manifest.json").write_text(json.dumps(manifest))
     profile = load_profile("article", data_dir=str(tmp_path), questions_path=str(tmp_path / "questions.csv"),
-                           **overrides)
+                           results_dir=str(tmp_path / "results"), **overrides)  # all it writes in the scratch folder
     return profile, papers
 
 

@@ -200,6 +200,10 @@ def make_collection(profile: Profile, force: bool = False) -> tuple[list[dict], 
     saved collection is read instead of drawn again (for the arXiv API source, whose pool can
     change, the key covers the settings and the cached responses make a redraw cheap anyway).
     """
+    if profile.collection_source == "documents":  # a study of your own documents: imported, not drawn
+        from .study import import_study
+
+        return import_study(profile, force)
     key = collection_inputs_key(profile)
     out = profile.data_dir / "collection.jsonl"
     man = profile.data_dir / "collection_manifest.json"

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from ..errors import DataError
 
 REQUIRED_FIELDS = {"id": str, "title": str, "abstract": str, "categories": list, "first_seen": str}
-ROLES = ("source", "lookalike", "filler")
+ROLES = ("source", "lookalike", "filler", "document")  # document: a study of your own documents
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,8 @@ class Paper:
 
 def paper_text(paper: "Paper | Mapping[str, Any]") -> str:
     """What is embedded, searched and reranked: title and abstract (the article's choice)."""
-    if isinstance(paper, Mapping):
-        return f"{paper['title']}. {paper['abstract']}"
-    return f"{paper.title}. {paper.abstract}"
+    title, text = (paper["title"], paper["abstract"]) if isinstance(paper, Mapping) else (paper.title, paper.abstract)
+    return f"{title}. {text}" if title else text  # a document without a title (your own data): its text alone
 
 
 def _open(path: Path):
@@ -52,11 +51,12 @@ def parse_paper(obj: Any, source: str, row: int) -> Paper:
         if not isinstance(obj[name], kind):
             raise DataError(f"{source}: row {row}: field {name!r} should be {kind.__name__}, "
                             f"got {type(obj[name]).__name__}")
-    for name in ("id", "title", "abstract"):
+    document = obj.get("role") == "document"  # your own documents: no title or date needed
+    for name in ("id", "abstract") if document else ("id", "title", "abstract"):
         if not obj[name].strip():
             raise DataError(f"{source}: row {row}: field {name!r} is empty")
     fs = obj["first_seen"]
-    if len(fs) != 10 or fs[4] != "-" or fs[7] != "-":
+    if (fs or not document) and (len(fs) != 10 or fs[4] != "-" or fs[7] != "-"):
         raise DataError(f"{source}: row {row}: field 'first_seen' should be YYYY-MM-DD, got {fs!r}")
     return Paper(obj["id"], obj["title"].strip(), obj["abstract"].strip(), tuple(obj["categories"]), fs)
 

@@ -344,6 +344,24 @@ def project_question_cost(llm: Any, sources: Sequence[Mapping[str, Any] | Any],
                     project_cost(reviews, llm.model, prices, recorded=store)])
 
 
+def question_backend(profile) -> str:
+    """Who writes and reviews the questions: Claude (``anthropic``) when the question model is a Claude
+    model or none is set for an arXiv profile; for a study of your own documents without a question
+    model, the LLM designs' backend (the local model offline, or an OpenAI-compatible server)."""
+    model = profile.question_model or ""
+    if model.startswith("claude") or (not model and profile.collection_source != "documents"):
+        return "anthropic"
+    return profile.llm_backend
+
+
+def _backend_kwargs(profile, backend: str) -> dict:
+    if backend == "openai":
+        from ..llm import openai_settings
+
+        return openai_settings(profile)
+    return {}
+
+
 def question_llm(profile) -> RecordedLLM:
     """The recorded LLM that writes and reviews questions: the profile's question model, called with
     its question thinking and effort (``question_thinking``, ``question_effort``) when live."""
@@ -351,9 +369,10 @@ def question_llm(profile) -> RecordedLLM:
 
     # a study of its own records its calls in its own folder (the shipped record is replayed, never written)
     root = None if profile.own_dir is None else profile.own_dir / "llm_records"
-    backend = profile.llm_backend if profile.llm_backend != "local" else "anthropic"
-    if backend != "anthropic":
-        return make_llm(backend, profile.question_model, records_root=root)
+    backend = question_backend(profile)
+    if backend != "anthropic":  # the local model, a server's, or the record: the question model or the LLM designs'
+        return make_llm(backend, profile.question_model or profile.llm_model, profile.llm_record_backend,
+                        records_root=root, **_backend_kwargs(profile, backend))
     from ..llm.anthropic_backend import AnthropicBackend, profile_backend_kwargs
 
     model = profile.question_model
@@ -378,21 +397,22 @@ def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress:
     from ..llm.cost import check_budget
     from .questions import write_questions
 
-    if not profile.question_model:
+    if not profile.question_model and question_backend(profile) == "anthropic":
         raise DataError(f"profiles/{profile.name}.yaml: questions_source 'generate' needs question_model")
     manifest = json.loads((profile.data_dir / "collection_manifest.json").read_text())
     by_id = {p["id"]: p for p in papers}
     sources = [by_id[s] for s in manifest["source_order"]]
     neighbours = neighbours_from_manifest(manifest, papers)
     llm = question_llm(profile)
-    if llm.backend is not None:  # a live model: project and check before paying
+    if llm.backend is not None and question_backend(profile) == "anthropic":  # a paid model: project, check first
         projection = project_question_cost(llm, sources, neighbours)
         print(f"question generation with {profile.question_model}: {projection['calls']} calls, "
               f"~{projection['input_tokens']} input / ~{projection['output_tokens']} output tokens, "
               f"~${projection['usd']:.4f} projected ({projection['already_recorded']} recorded calls replay)")
         check_budget(projection, profile.settings.get("max_cost_usd"))
     rows, log = generate_question_set(llm, llm, sources, neighbours,
-                                      generator_name=f"{llm.name}:{profile.question_model}", progress=progress)
+                                      generator_name=f"{llm.name}:{profile.question_model or profile.llm_model}",
+                                      progress=progress)
     path = generated_questions_path(profile)
     write_questions(rows, path)
     (path.parent / "question_generation_log.json").write_text(json.dumps(log, indent=1))

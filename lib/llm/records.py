@@ -6,6 +6,7 @@ import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Sequence
 
 from ..config import ROOT
 from ..io import Appender, locked, read_jsonl, repair_torn_tail
@@ -90,8 +91,18 @@ class RecordedLLM:
             about = f"question {request.label}, " if request.label else ""
             raise ReplayMiss(f"no recorded {request.kind!r} response for {about}run {request.run} in {where} "
                              "(the request differs from every recorded one: a changed question, prompt or setting). "
-                             "Record it by running with llm_backend local (after `make local-llm`) or anthropic "
-                             "(with ANTHROPIC_API_KEY), e.g. make notebook NB=05 PARAMS=\"-p llm_backend local\"")
+                             "Record it by running with llm_backend local (after `make local-llm`), anthropic "
+                             "(with ANTHROPIC_API_KEY) or openai (an OpenAI-compatible server at openai_base_url), "
+                             "e.g. make notebook NB=05 PARAMS=\"-p llm_backend local\"")
         response = self.backend.complete(request)
         self.store.put(request, response)
         return response
+
+    def complete_many(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
+        """Answer every request, in order, as :meth:`complete` does (replayed when recorded, else
+        asked and recorded): through the backend's ``complete_many`` (several in flight at once)
+        when it has one, else one after another."""
+        many = getattr(self.backend, "complete_many", None)
+        if many is None:
+            return [self.complete(r) for r in requests]
+        return many(requests, complete=self.complete)

@@ -25,3 +25,9 @@ def article_cell(design: str, metric: str) -> str:
     if delta:
         cell += f" ({delta[0]:+.3f} [{delta[1]:+.3f}, {delta[2]:+.3f}])"
     return cell
+
+
+def shows_article(profile) -> bool:
+    """Whether the article's published figures stand beside ours: only where the article's kind of
+    questions is scored (the arXiv study), never in a study of your own data."""
+    return getattr(profile, "collection_source", None) != "documents"

@@ -18,7 +18,7 @@ from typing import Callable
 import pandas as pd
 
 from ..config import ROOT
-from .article import article_cell, article_figures
+from .article import article_cell, article_figures, shows_article
 from .display import DASH, calls_a_model, design_namer, fixed, number, seconds, with_range
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
@@ -137,7 +137,7 @@ def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAU
                 "The runs saved so far are listed under \"How each run was produced\".")
     conditions = list(dict.fromkeys(table.condition))
     default = default if default in conditions else conditions[0]
-    art = article_figures()["results"].get(design, {})
+    art = article_figures()["results"].get(design, {}) if shows_article(_profile(profile)) else {}
     out = []
     row = scored[(scored.condition == default) & (scored.design == design)]
     if not row.empty and overall(row.iloc[0]) is not None:
@@ -221,6 +221,10 @@ def parts_note(profile, where: str = "below") -> str:
     """Whose parts produced the numbers, in one sentence (empty for the article's own parts); ``where``
     the section "What differs from the article" is (below, on the index)."""
     cfg = _profile(profile)
+    if not shows_article(cfg):  # a study of your own data
+        return (f"These numbers come from the study {cfg.name}: your documents and questions, searched with the "
+                f"embedder {cfg.embedder}, {rerank_short(cfg)} and {cfg.llm_model} through {cfg.llm_backend} "
+                "(\"This study\" below).")
     if cfg.llm_backend == "anthropic":
         return ""
     return (f"These numbers come from the {cfg.name} profile's parts, not the article's: {cfg.llm_model} (a local "
@@ -247,13 +251,14 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
     if condition not in set(table.condition):
         condition = table.condition.iloc[0]
     name = design_namer(profile)
+    article = shows_article(_profile(profile))
     rows = []
     for _, r in _registry_order(table[table.condition == condition]).iterrows():
         row = {"design": name(r.design)}
         if not (pd.notna(r.get("questions")) and r.questions > 0):
             row.update({"runs": 0, "questions": 0, "recall@5": _not_scored_note(table, condition, r.design)})
             row.update({f"article {label} (− dense [range])": article_cell(r.design, m).replace("-", "−")
-                        for m, label in METRICS.items()})
+                        for m, label in METRICS.items() if article})
             rows.append(row)
             continue
         row.update({"runs": int(r.runs), "questions": int(r.questions)})
@@ -263,7 +268,8 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
                 cell += f" (runs {fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})"
             row[label] = cell
             row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
-            row[f"article {label} (− dense [range])"] = article_cell(r.design, m).replace("-", "−")
+            if article:
+                row[f"article {label} (− dense [range])"] = article_cell(r.design, m).replace("-", "−")
         row["searches / q"] = number(r.searches, 2)
         cost = r.get("cost_usd_per_q")
         row["cost / q (USD)"] = (f"{cost:.5f}" if pd.notna(cost) and cost else
@@ -293,11 +299,12 @@ def designs_html(table: pd.DataFrame, profile) -> str:
     calls = {d: "yes" if calls_a_model(d) else "no" for d in designs}
     calls.update({d: "when it escalates" for d in designs if d == "escalate"})
     rows = [{"design": name(d), "what it does": words.get(d, ""), "calls a language model": calls[d],
-             "in the article": "yes" if d in ARTICLE_DESIGNS else "no (beyond it)"} for d in designs]
+             **({"in the article": "yes" if d in ARTICLE_DESIGNS else "no (beyond it)"} if shows_article(cfg) else {})}
+            for d in designs]
     return _table_html(pd.DataFrame(rows))
 
 
-def conditions_list(table: pd.DataFrame) -> str:
+def conditions_list(table: pd.DataFrame, profile=None) -> str:
     from .. import pipeline
 
     words = {"full questions": "the questions as the article wrote them, over the drawn collection of 2,000 papers",
@@ -307,10 +314,16 @@ def conditions_list(table: pd.DataFrame) -> str:
              "full questions, whole snapshot": "the full questions searched over the whole snapshot (all its papers)",
              "short questions, whole snapshot": "the short forms over the whole snapshot"}
     items = []
+    studied = list(dict.fromkeys(table.condition)) if not table.empty else []
     for c in pipeline.CONDITIONS:
+        if studied and c not in studied and profile is not None and not shows_article(_profile(profile)):
+            continue  # a study of your own data has its one condition
         g = _scored(table[table.condition == c]) if not table.empty else table
         n = f"{int(g.questions.max())} questions" if not g.empty else "nothing scored yet"
-        items.append(f"<li><b>{html.escape(c)}</b> ({n}): {html.escape(words.get(c, ''))}</li>")
+        what = words.get(c, "")
+        if c == "full questions" and profile is not None and not shows_article(_profile(profile)):
+            what = "your questions as written, over your documents"
+        items.append(f"<li><b>{html.escape(c)}</b> ({n}): {html.escape(what)}</li>")
     return "<ul>" + "".join(items) + "</ul>"
 
 
@@ -319,6 +332,7 @@ def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) 
     with its difference from dense and the 95% range (in the default condition the article's
     published difference beneath ours, in grey); runs, searches and median latency."""
     name = design_namer(profile)
+    article = shows_article(_profile(profile))
     head = ["design", "runs", "recall@5", "recall@5 − dense [95% range]", "MRR@10", "MRR@10 − dense [95% range]",
             "searches per question", "median latency (s)", "both found @10"]
     body = []
@@ -331,7 +345,7 @@ def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) 
             if not (pd.notna(r.get("questions")) and r.questions > 0):
                 cells = [html.escape(name(r.design)), "0", html.escape(_not_scored_note(table, c, r.design))]
                 for m in METRICS:  # the article's figure still stands beside the row
-                    art = article_cell(r.design, m) if c == default else ""
+                    art = article_cell(r.design, m) if c == default and article else ""
                     cells += ([f'<span class="art">the article: {html.escape(art)}</span>'] if art not in ("—", "")
                               else [""]) + ([""] if m == "recall_at_5" else [])
                 body.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells)
@@ -341,7 +355,7 @@ def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) 
             for m in METRICS:
                 v = fixed(r[m]) + (f" ({fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})" if r.runs > 1 else "")
                 ours = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
-                art = article_cell(r.design, m) if c == default else ""
+                art = article_cell(r.design, m) if c == default and article else ""
                 if " (" in art:
                     ours += f'<br><span class="art">the article: {html.escape(art.split(" (")[1].rstrip(")"))}</span>'
                 elif c == default and art not in ("—", ""):
@@ -477,6 +491,40 @@ def fidelity_html(profile) -> str:
             f"({same} are the same); each with why (<code>data/fidelity.yaml</code>, checked against the profile files "
             "by the tests):</p>" + _table_html(subs, "fidelity")
             + "<details><summary>Every row, both profiles</summary>" + _table_html(table, "fidelity") + "</details>")
+
+
+def study_html(profile) -> str:
+    """A study of your own data, told as it is: which files, how many documents, chunks and questions,
+    which models and backends (from its manifest and settings); no article's column beside it."""
+    m = json.loads((profile.data_dir / "collection_manifest.json").read_text())
+    rows = [(f"file: {k}", f"<code>{html.escape(v)}</code>") for k, v in m.get("files", {}).items()]
+    from ..pipeline import collection
+    from .collection import chunk_counts
+
+    counts = chunk_counts(profile, collection(profile))
+    size = f"{profile.chunk_tokens} word pieces" if profile.chunk_tokens else "the embedder's maximum input"
+    overlap = f"{profile.chunk_overlap} word pieces" if profile.chunk_overlap is not None else "15%"
+    rows += [("documents", f"{m['n_papers']:,}"),
+             ("searched as", f"{counts['chunks']:,} chunks of up to {size}, {overlap} overlap; a document ranks where "
+                             "its best chunk ranks" if counts else "whole documents (title and text)")]
+    if "questions_scored" in m:
+        rows += [("questions", f"{m['questions_scored']} scored of {m['questions']} in the file"),
+                 ("relevant documents per question", f"{m['relevant_per_question']['median']:g} at the median "
+                  f"({m['relevant_per_question']['min']} to {m['relevant_per_question']['max']})"),
+                 ("judgements", "graded (nDCG@10 on the scores page)" if m["graded"] else "binary")]
+    else:
+        rows.append(("questions", "written and reviewed by the question model for "
+                                  f"{len(m.get('source_order', []))} drawn documents"))
+    rows += [("embedder", html.escape(f"{profile.embedder} ({profile.embedder_backend})")),
+             ("rerank", html.escape(rerank_step_words(profile))),
+             ("language model", html.escape(f"{profile.llm_model} through {profile.llm_backend}"
+                                            + (f" (records of {profile.llm_record_backend})"
+                                               if profile.llm_backend == "replay" else ""))),
+             ("dense search", html.escape(profile.dense_backend))]
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return ("<h2>This study</h2><p>A study of your own data (<code>make study</code>, docs/your-data.md): the article's "
+            "figures are not shown beside it, since its questions are not scored here.</p>"
+            f'<table class="fidelity">{body}</table>')
 
 
 WHY_NOTEBOOK = "12_why"  # the notebook that takes the LLM designs' loss apart, where the study has it
@@ -619,10 +667,16 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     answer = headline_answer(table, cfg)
     note = parts_note(cfg)
     head_img = img(headline, "every design minus dense, with its 95% range, per condition")
+    study = not shows_article(cfg)  # a study of your own data: no article's figure beside its own
     caption = ("<figcaption>Each design minus dense on the same questions, per condition: the point is the difference, "
                "the line its 95% paired bootstrap range (2,000 resamples of the questions); circles recall@5, squares "
-               "MRR@10; orange designs called a language model, blue ones did not; in black, the article's published "
-               "differences (its own models and questions).</figcaption>") if head_img else ""
+               "MRR@10; orange designs called a language model, blue ones did not"
+               + ("." if study else "; in black, the article's published differences (its own models and questions).")
+               + "</figcaption>") if head_img else ""
+    article_scores = ("" if study else ' "The article\'s": its published difference from dense and range (<code>'
+                      "data/article_figures.json</code> says where each comes from), beside ours in its condition; its "
+                      "embedder, reranker, LLM and questions differ from the offline profile's.")
+    differences = study_html(cfg) if study else "<h2>What differs from the article</h2>" + fidelity_html(cfg)
     extra = "".join(img(f, f.stem) for f in figures)
     try:
         runs = runs if runs is not None else runs_table(cfg, table)
@@ -633,6 +687,9 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     if not table.empty and DEFAULT_CONDITION in set(table.condition):
         g = _scored(table[table.condition == DEFAULT_CONDITION])
         n_default = int(g.questions.max()) if not g.empty else None
+    agent_part = ("" if study else "<p>What the article reports of its agent, beside the same counts from our saved "
+                  f"agent runs on the {DEFAULT_CONDITION} (wins and losses at recall@5 against dense, per run):</p>"
+                  + agent_html(scored, n_default))
     name = design_namer(cfg)
     page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -645,29 +702,24 @@ when the report is built.</p>
 <h2>What was compared</h2>
 {designs_html(table, cfg)}
 <p>Conditions (each design is compared with dense <i>in the same condition</i>, on the same questions):</p>
-{conditions_list(table)}
+{conditions_list(table, cfg)}
 <h3>The scores</h3>
 <p>[95% range]: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus dense's; a
-range that excludes 0 is a difference the question sample alone would not produce. "The article's": its published
-difference from dense and range (<code>data/article_figures.json</code> says where each comes from), beside ours in its
-condition; its embedder, reranker, LLM and questions differ from the offline profile's. Two runs or more: the mean, with
-the lowest and highest run in brackets.</p>
+range that excludes 0 is a difference the question sample alone would not produce.{article_scores} Two runs or more:
+the mean, with the lowest and highest run in brackets.</p>
 {scores_html(table, cfg) if not table.empty else "<p>No scored runs yet.</p>"}
 <h3>Per condition, in words</h3>{condition_answer(table, name) if not table.empty else ""}
 {power_html(Path(results_dir))}
 {extra}
 <h2>Why the agent wins or loses</h2>
-<p>What the article reports of its agent, beside the same counts from our saved agent runs on the {DEFAULT_CONDITION}
-(wins and losses at recall@5 against dense, per run):</p>
-{agent_html(scored, n_default)}
+{agent_part}
 {why_html(links, pages_dir)}
 <h2>Cost and latency</h2>
 <p>Per question on the {DEFAULT_CONDITION}: model calls, tokens (the local model has no fee, so tokens stand for what an
 API would bill), fee and latency (the median is the tables' figure):</p>
 {cost_html(table, cfg)}
 {img(frontier, "quality against latency per condition")}
-<h2>What differs from the article</h2>
-{fidelity_html(cfg)}
+{differences}
 <h2>The notebooks</h2>
 <p>Each page runs one step of the study; its finding below is the first sentence of the reading the page generates from
 its numbers.</p>

@@ -13,6 +13,7 @@ from .. import pipeline
 from ..config import condition_env, shown_path
 from ..designs.loop import ENDINGS, shown_ids
 from ..evaluation.metrics import scores_of
+from ..evaluation.relevance import relevant_ids
 from ..runs import read_results, run_files
 from .display import styled, transposed
 from .pages import reading
@@ -56,7 +57,7 @@ def measures(results, sources: dict[str, str]) -> pd.DataFrame:
     for r in results:
         if r.design != NAME or r.qid not in sources:
             continue
-        d, src = r.details, sources[r.qid].split(";")
+        d, src = r.details, relevant_ids(sources[r.qid])
         cites = d.get("citations", [])
         rows.append({"run": r.run, "qid": r.qid, **{k: v for k, v in scores_of(r.ranked_ids, sources[r.qid]).items()
                                                    if k in ("recall_at_5", "mrr_at_10")},
@@ -182,7 +183,7 @@ def step_through(profile) -> dict:
     r = pick(runs[first])
     q = {x.qid: x for x in pipeline.scored_questions(profile)}[r.qid]
     d = r.details
-    hit = "cited the source" if set(q.source_id.split(";")) & set(d.get("citations", [])) else "did not cite the source"
+    hit = "cited the source" if set(relevant_ids(q.source_id)) & set(d.get("citations", [])) else "did not cite the source"
     display(Markdown(f"**{r.qid}** (run {first}): *{q.text}*  \nSource paper: `{q.source_id}`. The loop took "
                      f"{_n(d.get('turns'), 'model turn')}, {_n(r.searches, 'search', 'es')}, read "
                      f"{_n(d.get('papers_read'), 'paper')}, ended "
@@ -259,7 +260,7 @@ def funnel(results, questions, baseline: dict[str, list[str]], k: int = 5) -> pd
     for r in results:
         if r.design != NAME or r.qid not in qs:
             continue
-        src, q = set(qs[r.qid].source_id.split(";")), qs[r.qid]
+        src, q = set(relevant_ids(qs[r.qid].source_id)), qs[r.qid]
         own = r.queries[1:] if r.queries and r.queries[0] == q.text else r.queries
         rows.append({"run": r.run, "qid": r.qid, "baseline_top_k": bool(src & set(baseline.get(r.qid, [])[:k])),
                      "shown": bool(src & set(shown_ids(r))), "read": bool(src & set(r.details.get("read", []))),

@@ -47,6 +47,23 @@ def open_page(profile, *settings: str) -> None:
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
     display(pd.DataFrame([(k.replace("_", " "), setting_text(v)) for k, v in rows],
                          columns=["setting", "value"]).style.hide(axis="index"))
+    if profile.collection_source == "documents":
+        display(Markdown(study_banner(profile)))
+
+
+def study_banner(profile) -> str:
+    """The line every page of a study of your own data opens with: its files and counts, so no page
+    is read as the arXiv study's (the page's prose describes the arXiv study where they differ)."""
+    import json
+
+    man = profile.data_dir / "collection_manifest.json"
+    if not man.exists():
+        return f"**A study of your own data** (`{shown_path(profile.path('documents_path'))}`); not imported yet."
+    m = json.loads(man.read_text())
+    files = "; ".join(f"{k}: `{v}`" for k, v in m.get("files", {}).items())
+    qs = f", {m['questions_scored']} questions with a relevant document" if "questions_scored" in m else ""
+    return (f"**A study of your own data**, not the arXiv study the prose describes: {m['n_papers']:,} documents{qs} "
+            f"({files}). Each design, setting and score is computed on these files.")
 
 
 def setting_text(value) -> str:

@@ -429,9 +429,10 @@ def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
     handles = [Line2D([], [], marker="o", ls="-", color="grey", mfc="grey", ms=6, label="recall@5 − dense"),
                Line2D([], [], marker="s", ls="-", color="grey", mfc="grey", ms=6, label="MRR@10 − dense"),
                Line2D([], [], marker="s", ls="-", color=PLAIN_COLOUR, ms=6, label="called no language model"),
-               Line2D([], [], marker="s", ls="-", color=MODEL_COLOUR, ms=6, label="called a language model"),
-               Line2D([], [], marker="s", ls="-", color=ARTICLE_COLOUR, mfc="white", ms=6,
-                      label="the article, as published\n(its own models and questions)")]
+               Line2D([], [], marker="s", ls="-", color=MODEL_COLOUR, ms=6, label="called a language model")]
+    if published:  # the article's points are drawn only where its figures are given
+        handles.append(Line2D([], [], marker="s", ls="-", color=ARTICLE_COLOUR, mfc="white", ms=6,
+                              label="the article, as published\n(its own models and questions)"))
     _legend(fig, legend_ax, handles, 3, fontsize=SMALL, title_fontsize=SMALL,
             title="right of the dashed line:" + ("\n" if legend_ax is not None else " ") + "better than dense")
     return _save(fig, path, rect=rect)

@@ -1,49 +1,109 @@
-"""Dense search: exact cosine search over the embedded collection, ties broken by paper id."""
+"""Dense search: cosine search over the embedded collection, ties broken by paper id.
+
+An index holds one row per document, or one per chunk (:mod:`lib.search.chunking`); either way
+every method answers at document level: a document scores its best chunk's score (max), ranks where
+its best chunk ranks and appears once in a list, and ``Hit.best_chunk`` names that chunk's position.
+The search is exact over numpy by default; ``backend`` "faiss-flat" (exact) or "faiss-hnsw"
+(approximate) searches with faiss-cpu instead (:mod:`lib.search.faiss_index`), "auto" picks numpy
+below :data:`FAISS_FLAT_ABOVE` rows and faiss-flat from there."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
 from ..data.papers import paper_text
+from .chunking import Chunk, DocRows
 from .embedder import Embedder
+
+Backend = Literal["numpy", "faiss-flat", "faiss-hnsw", "auto"]
+BACKENDS = ("numpy", "faiss-flat", "faiss-hnsw", "auto")
+FAISS_FLAT_ABOVE = 100_000  # "auto": rows from which faiss's exact index replaces numpy (scripts/bench.py --scale times both)
 
 
 @dataclass
 class Hit:
     id: str
     score: float
+    best_chunk: int = 0  # position of the document's best-scoring chunk (0 for a one-chunk document)
+
+
+def resolve_backend(backend: str, rows: int) -> str:
+    """The backend an index of ``rows`` rows uses ("auto" resolved by size)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"dense_backend should be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        return "faiss-flat" if rows >= FAISS_FLAT_ABOVE else "numpy"
+    return backend
 
 
 class DenseIndex:
-    """Exact cosine search over L2-normalised vectors, ties broken by id (ascending)."""
+    """Cosine search over L2-normalised vectors, ties broken by id (ascending), at document level.
 
-    def __init__(self, ids: Sequence[str], vectors: np.ndarray, allowed: set[str] | None = None):
-        order = np.argsort(np.asarray(ids))
-        self.ids = np.asarray(ids)[order]
-        self.vectors = np.asarray(vectors, dtype=np.float32)[order]
+    ``ids``: each row's document id (repeated for a document's chunks); ``positions``: each row's
+    chunk position (None: one row per document). ``backend`` and the HNSW settings: see the module
+    docstring and :class:`lib.search.faiss_index.FaissIndex`."""
+
+    def __init__(self, ids: Sequence[str], vectors: np.ndarray, allowed: set[str] | None = None,
+                 positions: Sequence[int] | None = None, backend: Backend = "numpy", hnsw_m: int = 32,
+                 hnsw_ef_search: int = 64, hnsw_ef_construction: int = 80):
+        self.rows = DocRows(ids, positions)
+        self.ids = self.rows.ids  # the documents, sorted
+        self.vectors = np.asarray(vectors, dtype=np.float32)[self.rows.order]
         self.pos = {str(d): i for i, d in enumerate(self.ids)}
+        self.backend = resolve_backend(backend, len(self.vectors))
+        self.faiss = None
+        if self.backend != "numpy":
+            from .faiss_index import FaissIndex
+
+            self.faiss = FaissIndex(self.vectors, self.rows, hnsw=self.backend == "faiss-hnsw", m=hnsw_m,
+                                    ef_search=hnsw_ef_search, ef_construction=hnsw_ef_construction)
+            self.vectors = self.faiss.vectors  # the index's own storage: one copy of the matrix
         self.restrict(allowed)
 
     def restrict(self, allowed: set[str] | None) -> None:
         """A metadata filter applied inside every search: only these papers can be returned (None: all)."""
         self.mask = None if allowed is None else np.isin(self.ids, sorted(allowed))
+        if self.faiss is not None:
+            self.faiss.restrict(self.mask)
 
     @classmethod
-    def build(cls, papers: Sequence[dict], embedder: Embedder, progress: bool = True) -> "DenseIndex":
-        texts = [paper_text(p) for p in papers]
-        return cls([p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress))
+    def build(cls, papers: Sequence[dict], embedder: Embedder, progress: bool = True,
+              chunks: Sequence[Chunk] | None = None, **options) -> "DenseIndex":
+        """The index of these papers, one row per paper (its ``paper_text``), or with ``chunks`` one
+        row per chunk (every paper must have one); ``options``: the constructor's backend settings."""
+        if chunks is None:
+            texts = [paper_text(p) for p in papers]
+            return cls([p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress),
+                       **options)
+        DocRows.of_chunks(chunks, papers)
+        vecs = embedder.embed([c.text for c in chunks], desc="embedding chunks", progress=progress)
+        return cls([c.doc_id for c in chunks], vecs, positions=[c.position for c in chunks], **options)
+
+    def _row_scores(self, qvec: np.ndarray) -> np.ndarray:
+        return self.vectors @ np.asarray(qvec, dtype=np.float32)
 
     def scores_for(self, qvec: np.ndarray, ids: Sequence[str]) -> list[float]:
-        """Cosine of the query vector with the given papers."""
-        return [float(self.vectors[self.pos[i]] @ np.asarray(qvec, dtype=np.float32)) for i in ids]
+        """Cosine of the query vector with the given papers (each its best chunk's)."""
+        q = np.asarray(qvec, dtype=np.float32)
+        out = []
+        for i in ids:
+            d = self.pos[i]
+            a, b = self.rows.starts[d], self.rows.ends[d]
+            out.append(float(self.vectors[a] @ q) if b - a == 1 else float((self.vectors[a:b] @ q).max()))
+        return out
 
     def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
-        scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        if self.faiss is not None:
+            docs, scores, rows = self.faiss.search(np.asarray(qvec, dtype=np.float32), k)
+            return [Hit(str(self.ids[d]), float(s), int(self.rows.positions[r])) for d, s, r in zip(docs, scores, rows)]
+        row_scores = self._row_scores(qvec)
+        scores = self.rows.doc_scores(row_scores)
         if self.mask is not None:  # filtered-out papers rank below every allowed one, and are cut
             scores = np.where(self.mask, scores, -np.inf)
             k = min(k, int(self.mask.sum()))
+        k = min(k, len(scores))
         if k <= 0:
             return []
         # only the papers scoring at least the k-th best (ties at the cut included) need sorting
@@ -52,7 +112,8 @@ class DenseIndex:
             cand = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
         # lexsort: last key is primary -> by descending score, then ascending id (ids are sorted already)
         order = cand[np.lexsort((cand, -scores[cand]))][:k]
-        return [Hit(str(self.ids[i]), float(scores[i])) for i in order]
+        best = self.rows.best_rows(row_scores, order)
+        return [Hit(str(self.ids[i]), float(scores[i]), int(self.rows.positions[r])) for i, r in zip(order, best)]
 
 
 class DenseSearcher:

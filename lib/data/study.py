@@ -1,0 +1,165 @@
+"""A study of your own data (``make study``): the documents, the questions and their relevance
+judgements read from the user's files (``lib/data/documents.py``) and written once into the study's
+own data folder, in the shapes every other step reads — ``collection.jsonl`` (one row per document),
+``questions.csv`` (each question's judgements in its source field, ``lib/evaluation/relevance.py``)
+and ``collection_manifest.json`` (which files, their digests, the counts). The import is keyed by
+the files' bytes and the settings that read them, so a rerun reads nothing twice and a changed file
+is imported again."""
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from ..config import Profile, shown_path
+from ..errors import DataError
+from ..evaluation.relevance import encode
+from ..io import write_json, write_jsonl
+from .papers import read_collection
+from .questions import write_questions
+
+# the settings that decide what the import reads (a change re-imports)
+IMPORT_SETTINGS = ("documents_path", "documents_format", "document_fields", "document_metadata", "questions_source",
+                   "user_questions_path", "question_fields", "qrels_path", "beir_split", "n_sources", "n_lookalikes",
+                   "seed")
+
+
+def _file_digest(path: Path, h) -> None:
+    """Feed a file's (or a folder's files') names and bytes into ``h``."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode())
+        with open(f, "rb") as fh:
+            while block := fh.read(1 << 22):
+                h.update(block)
+
+
+def inputs_paths(profile: Profile) -> list[Path]:
+    """The user's files the import reads: the documents (a file or a BEIR folder), questions, qrels."""
+    out = [profile.path("documents_path")]
+    for key in ("user_questions_path", "qrels_path"):
+        if profile.settings.get(key) and profile.questions_source == "user":
+            out.append(profile.path(key))
+    return out
+
+
+def import_key(profile: Profile) -> str:
+    h = hashlib.sha256(json.dumps({k: profile.settings.get(k) for k in IMPORT_SETTINGS}, sort_keys=True,
+                                  default=str).encode())
+    for path in inputs_paths(profile):
+        if not path.exists():
+            raise DataError(f"{shown_path(path)}: no such file or folder (named by {_setting_of(profile, path)})")
+        _file_digest(path, h)
+    return h.hexdigest()[:20]
+
+
+def _setting_of(profile: Profile, path: Path) -> str:
+    return next((k for k in ("documents_path", "user_questions_path", "qrels_path")
+                 if profile.settings.get(k) and profile.path(k) == path), "the profile")
+
+
+def _text_words(rows: list[dict]) -> dict:
+    n = sorted(len(r["abstract"].split()) for r in rows)
+    return {"median": statistics.median(n), "p90": float(np.quantile(n, 0.9)), "max": n[-1], "min": n[0]}
+
+
+def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dict]:
+    """The documents, the questions (``{qid, question, relevant: {doc id: grade}}``; None when the
+    questions are to be written by a model) and which files they came from."""
+    from . import documents as docs
+
+    path = profile.path("documents_path")
+    fmt = profile.documents_format or ("beir" if path.is_dir() else None)
+    files = {"documents": shown_path(path)}
+    if fmt == "beir":
+        rows, questions, qrels = docs.read_beir(path, split=profile.beir_split,
+                                                metadata=profile.document_metadata or None)
+        files["questions"] = shown_path(path / "queries.jsonl")
+        files["judgements"] = shown_path(path / "qrels" / f"{profile.beir_split}.tsv")
+        del qrels  # read_beir puts each question's relevant documents in its "relevant"
+    else:
+        rows = docs.read_documents(path, fmt=fmt, fields=profile.document_fields or None,
+                                   metadata=profile.document_metadata or None)
+        questions = None
+    if profile.questions_source == "user" and fmt != "beir":
+        if not profile.user_questions_path:
+            raise DataError(f"{shown_path(profile_file_of(profile))}: questions_source 'user' needs user_questions_path")
+        qpath = profile.path("user_questions_path")
+        ids = {r["id"] for r in rows}
+        questions = docs.read_user_questions(qpath, fields=profile.question_fields or None, known_doc_ids=ids)
+        files["questions"] = shown_path(qpath)
+        if profile.qrels_path:
+            qpath = profile.path("qrels_path")
+            qrels = docs.read_qrels(qpath, {q["qid"] for q in questions}, ids)
+            files["judgements"] = shown_path(qpath)
+            questions = docs.attach_qrels(questions, qrels, qpath, require_relevant=False)
+    elif profile.questions_source != "user":
+        questions = None
+    return rows, questions, files
+
+
+def profile_file_of(profile: Profile) -> Path:
+    from ..config import profile_file
+
+    return profile_file(profile.name)
+
+
+def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dict]:
+    """Notebook 01 for a study of your own documents: read the user's files and write the
+    collection, the questions and the manifest into the study's data folder (nothing else is
+    written); read back when the saved manifest has the same inputs key."""
+    key = import_key(profile)
+    out, man = profile.data_dir / "collection.jsonl", profile.data_dir / "collection_manifest.json"
+    if not force and out.exists() and man.exists():
+        manifest = json.loads(man.read_text())
+        if manifest.get("inputs_key") == key:
+            return read_collection(out), manifest
+    rows, questions, files = read_user_data(profile)
+    manifest = {"kind": "documents", "inputs_key": key, "profile": profile.name, "files": files,
+                "collection_source": "documents", "n_papers": len(rows), "by_role": {"document": len(rows)},
+                "text_words": _text_words(rows), "with_title": sum(bool(r["title"]) for r in rows),
+                "metadata_fields": sorted({k for r in rows for k in r.get("metadata", {})})}
+    if questions is not None:
+        kept = [q for q in questions if any(g > 0 for g in (q.get("relevant") or {}).values())]
+        manifest.update(questions=len(questions), questions_scored=len(kept),
+                        questions_without_relevant=[q["qid"] for q in questions if q not in kept][:50],
+                        relevant_per_question=_spread([sum(g > 0 for g in q["relevant"].values()) for q in kept]),
+                        graded=any(g > 1 for q in kept for g in q["relevant"].values()))
+        if not kept:
+            raise DataError(f"{files.get('questions')}: no question has a relevant document "
+                            f"(judgements: {files.get('judgements', 'the questions file')})")
+        write_questions([{"qid": q["qid"], "source_id": encode(q["relevant"]), "style": "", "question": q["question"],
+                          "short": "", "ok": 1, "review_note": "", "generator": "user"} for q in kept],
+                        profile.data_dir / "questions.csv")
+    else:  # a model writes the questions (notebook 02): draw the documents it writes them from
+        rows, drawn = _draw_sources(rows, profile)
+        manifest.update(drawn)
+    write_jsonl(out, rows)
+    write_json(man, manifest)
+    return rows, manifest
+
+
+def _spread(values: list[int]) -> dict:
+    return {"median": statistics.median(values), "max": max(values), "min": min(values)} if values else {}
+
+
+def _draw_sources(rows: list[dict], profile: Profile) -> tuple[list[dict], dict]:
+    """For model-written questions: ``n_sources`` documents drawn with the seed (role source), each
+    with its ``n_lookalikes`` nearest documents by TF-IDF cosine (``lib/data/collection.py``), which
+    the question reviewer reads as the question's competitors."""
+    from .collection import tfidf_neighbours
+    from .papers import Paper
+
+    rng = np.random.default_rng(profile.seed)
+    order = [rows[i]["id"] for i in rng.permutation(len(rows))[:min(profile.n_sources, len(rows))]]
+    chosen = set(order)
+    papers = [Paper(r["id"], r["title"], r["abstract"], tuple(r.get("categories", [])), r.get("first_seen", ""))
+              for r in rows]
+    neighbours = tfidf_neighbours(papers, order, profile.n_lookalikes) if profile.n_lookalikes else {s: [] for s in order}
+    rows = [{**r, "role": "source" if r["id"] in chosen else "document"} for r in rows]
+    return rows, {"source_order": order, "lookalikes": neighbours, "by_role": {"source": len(order),
+                                                                              "document": len(rows) - len(order)}}
+

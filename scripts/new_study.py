@@ -1,0 +1,143 @@
+"""Start a study of your own documents and questions: write ``studies/<name>/profile.yaml`` (the
+offline profile's models and designs, your files, your folder) and print the study's name; `make
+study` then renders the whole report for it (`make report PROFILE=<name>`).
+
+Usage: python scripts/new_study.py --docs PATH [--questions PATH] [--qrels PATH] [--name NAME]
+       [--fields id=doc_id,title=headline,text=body] [--question-fields id=qid,question=text,relevant=doc]
+       [--metadata a,b] [--format jsonl|csv|parquet|beir] [--set KEY=VALUE ...]
+
+--docs: JSON-lines, CSV or Parquet (one document a row) or a BEIR folder (corpus.jsonl, queries.jsonl,
+qrels/<split>.tsv: its questions and judgements come with it). Without --questions (and not BEIR),
+the question writer and reviewer write questions for a seeded draw of your documents.
+--set: any other setting (e.g. --set llm_backend=openai --set llm_model=my-model --set n_runs=3).
+A study that exists is kept when its settings are the same, so the command resumes; a study whose
+settings differ is refused (choose another --name, or remove its folder).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from lib.config import PROFILE_DIR, ROOT, STUDIES_DIR, Settings, load_profile, parameter_value  # noqa: E402
+from lib.errors import DataError, ProfileError  # noqa: E402
+
+# the study's own settings over the offline profile's (its models, designs and scores)
+BASE_PROFILE = "offline"
+
+
+def pairs(text: str | None, what: str) -> dict[str, str]:
+    """'a=b,c=d' -> {'a': 'b', 'c': 'd'}."""
+    out = {}
+    for item in filter(None, (text or "").split(",")):
+        if "=" not in item:
+            raise ProfileError(f"{what}: expected name=column pairs joined by ',', got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def study_name(docs: Path, given: str | None) -> str:
+    name = given or re.sub(r"[^A-Za-z0-9_-]+", "-", docs.stem if docs.is_file() else docs.name).strip("-")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name or ""):
+        raise ProfileError(f"--name: a study name is letters, digits, '-' and '_', got {name!r}")
+    if (PROFILE_DIR / f"{name}.yaml").exists():
+        raise ProfileError(f"--name: {name!r} is a profile of the shipped study (profiles/{name}.yaml); choose another")
+    return name
+
+
+def shown(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def study_settings(args) -> tuple[str, dict]:
+    docs = Path(args.docs).expanduser()
+    if not docs.exists():
+        raise DataError(f"--docs: {args.docs}: no such file or folder")
+    name = study_name(docs, args.name)
+    folder = STUDIES_DIR / name
+    base = yaml.safe_load((PROFILE_DIR / f"{BASE_PROFILE}.yaml").read_text())
+    beir = docs.is_dir() or args.format == "beir"
+    settings = {**base, "profile": name, "data_dir": shown(folder / "data"), "results_dir": shown(folder / "results"),
+                "collection_source": "documents", "documents_path": shown(docs),
+                "documents_format": args.format or ("beir" if beir else None),
+                "document_fields": pairs(args.fields, "--fields"), "document_metadata":
+                [m for m in (args.metadata or "").split(",") if m],
+                "question_fields": pairs(args.question_fields, "--question-fields"),
+                "questions_source": "user" if (args.questions or beir) else "generate",
+                "user_questions_path": shown(Path(args.questions).expanduser()) if args.questions else None,
+                "qrels_path": shown(Path(args.qrels).expanduser()) if args.qrels else None,
+                "questions_path": shown(folder / "data" / "questions.csv"), "twopart_questions_path": None,
+                "chunk_documents": True, "source_ids": [], "pool_exclude": [], "pool_before": None,
+                # your data, your model: the LLM designs ask the local model unless told otherwise
+                "llm_backend": "local", "llm_record_backend": "local", "n_runs": 1}
+    for item in args.set or []:
+        if "=" not in item:
+            raise ProfileError(f"--set: expected KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        if key not in Settings.model_fields or key in ("profile", "data_dir", "results_dir"):
+            raise ProfileError(f"--set: {key!r} is not a setting a study may change")
+        settings[key] = parameter_value(key, value)
+    if settings["llm_backend"] != "replay":  # the calls are recorded under the backend that answers them
+        settings["llm_record_backend"] = settings["llm_backend"]
+    return name, settings
+
+
+def write_study(name: str, settings: dict) -> Path:
+    """Write the study's profile; an existing one is kept when equal, refused when it differs."""
+    folder = STUDIES_DIR / name
+    path = folder / "profile.yaml"
+    text = ("# A study of your own data, written by `make study` (scripts/new_study.py); every setting as in\n"
+            "# profiles/offline.yaml unless named here. Everything the study writes goes into this folder.\n"
+            + yaml.safe_dump(settings, sort_keys=False, allow_unicode=True))
+    if path.exists():
+        old = yaml.safe_load(path.read_text())
+        if old != settings:
+            changed = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
+            raise ProfileError(f"{shown(path)}: a study named {name!r} exists with other settings ({', '.join(changed)}); "
+                               "choose another NAME=, or remove its folder to start again")
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", required=True)
+    ap.add_argument("--questions")
+    ap.add_argument("--qrels")
+    ap.add_argument("--name")
+    ap.add_argument("--fields")
+    ap.add_argument("--question-fields")
+    ap.add_argument("--metadata")
+    ap.add_argument("--format", choices=["jsonl", "csv", "parquet", "beir"])
+    ap.add_argument("--set", action="append")
+    args = ap.parse_args(argv)
+    try:
+        name, settings = study_settings(args)
+        Settings(**settings)  # every value checked before anything is written
+        path = write_study(name, settings)
+        load_profile(name)
+    except (ProfileError, DataError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a validation error of the settings
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise
+    print(name)
+    print(f"study {name!r}: {shown(path)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

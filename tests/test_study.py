@@ -1,0 +1,183 @@
+"""A study of your own data (`make study`): the study's profile and folder, the import of documents,
+questions and judgements into the shapes every step reads, scores with several relevant documents,
+and the worked example (the dev questions and collection as a BEIR folder) run end to end through
+the one command at pilot size, leaving the shipped study byte-identical."""
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from lib import pipeline
+from lib.config import ROOT, STUDIES_DIR, load_profile
+from lib.data.study import import_study
+from lib.errors import DataError, ProfileError
+from lib.evaluation.metrics import per_question, scores_of
+from lib.evaluation.relevance import encode, judgements, relevant_ids
+
+SHIPPED = ("data", "results", "figures", "report", "models")
+EXAMPLE = ROOT / "examples" / "beir-dev"
+EXAMPLE_RECORDS = EXAMPLE / "llm_records"
+
+
+def checksums() -> dict[str, str]:
+    """sha256 of every tracked file under the shipped folders, and what git sees as new there."""
+    listed = subprocess.run(["git", "ls-files", "-z", *SHIPPED], cwd=ROOT, capture_output=True, text=True).stdout
+    out = {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in listed.split("\0") if p}
+    out["(git status)"] = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", *SHIPPED], cwd=ROOT,
+                                         capture_output=True, text=True).stdout
+    return out
+
+
+def new_study(name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "scripts/new_study.py", "--name", name, *args], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture
+def study_name(request):
+    """A study folder of the test's own, removed afterwards."""
+    name = f"test-{request.node.name[:30].replace('_', '-')}"
+    shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+    yield name
+    shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+
+
+def write_tiny(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    rows = [{"doc_id": "manual/7", "headline": "Pump maintenance", "body": "Replace the seal every year. " * 80},
+            {"doc_id": "42", "headline": "", "body": "The warranty covers parts for two years."},
+            {"doc_id": "faq-ü", "headline": "Noise", "body": "A humming pump is normal at start-up."}]
+    docs.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    qs = tmp_path / "questions.csv"
+    qs.write_text("qid,question\nu1,how often should the seal be replaced\nu2,is a humming pump broken\n"
+                  "u3,what does nobody know\n", encoding="utf-8")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nu1\tmanual/7\t2\nu1\t42\t1\nu2\tfaq-ü\t1\nu3\t42\t0\n",
+                     encoding="utf-8")
+    return docs, qs, qrels
+
+
+def test_relevance_in_the_source_field_round_trips():
+    judged = {"b/2": 2, "a 1": 1, "c": 0}
+    text = encode(judged)
+    assert judgements(text) == judged and relevant_ids(text) == ["a 1", "b/2"]
+    assert judgements("2607.00001") == {"2607.00001": 1} and relevant_ids("x;y") == ["x", "y"]
+    # several relevant documents: recall@5 is the share found, MRR@10 the first one's, nDCG@10 graded
+    s = scores_of(["z", "b/2", "q", "a 1"], text)
+    assert s["recall_at_5"] == 1.0 and s["mrr_at_10"] == 0.5 and 0 < s["ndcg_at_10"] < 1
+
+
+def test_a_study_imports_its_files_into_its_own_folder(tmp_path, study_name):
+    docs, qs, qrels = write_tiny(tmp_path)
+    before = checksums()
+    done = new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--qrels", str(qrels),
+                     "--fields", "id=doc_id,title=headline,text=body", "--set", "llm_backend=replay")
+    assert done.returncode == 0, done.stderr
+    profile = load_profile(study_name)
+    assert profile.study_dir == STUDIES_DIR / study_name and profile.own_dir is not None
+    for where in (profile.data_dir, profile.results_dir, profile.report_dir, profile.figures_dir, profile.own_dir):
+        assert where.is_relative_to(STUDIES_DIR / study_name), where
+    rows, manifest = import_study(profile)
+    assert [r["id"] for r in rows] == ["manual/7", "42", "faq-ü"] and rows[1]["title"] == ""
+    assert manifest["questions"] == 3 and manifest["questions_scored"] == 2 and manifest["graded"]
+    assert manifest["questions_without_relevant"] == ["u3"]  # judged, but nothing relevant: left out, counted
+    qs_read = pipeline.question_set(profile, rows)
+    assert [(q.qid, judgements(q.source_id)) for q in qs_read] == [("u1", {"42": 1, "manual/7": 2}),
+                                                                    ("u2", {"faq-ü": 1})]
+    # the import is read back when nothing changed, and imported again when a file changed
+    assert import_study(profile)[1]["inputs_key"] == manifest["inputs_key"]
+    qrels.write_text(qrels.read_text() + "u2\t42\t1\n", encoding="utf-8")
+    assert import_study(profile)[1]["inputs_key"] != manifest["inputs_key"]
+    assert checksums() == before  # nothing shipped was written
+
+
+def test_a_study_refuses_bad_input_by_name(tmp_path, study_name):
+    docs, qs, qrels = write_tiny(tmp_path)
+    qrels.write_text("query-id\tcorpus-id\tscore\nu1\tno-such-doc\t1\n", encoding="utf-8")
+    assert new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--qrels", str(qrels),
+                     "--fields", "id=doc_id,title=headline,text=body").returncode == 0
+    with pytest.raises(DataError, match=r"qrels.tsv.*line 2.*no-such-doc"):
+        import_study(load_profile(study_name))
+    # a study name that is a shipped profile, and a study whose settings changed, are refused
+    assert new_study("offline", "--docs", str(docs)).returncode == 2
+    again = new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--set", "n_runs=2")
+    assert again.returncode == 2 and "exists with other settings" in again.stderr
+    with pytest.raises(ProfileError, match="no such profile"):
+        load_profile("test-not-a-study")
+
+
+def test_per_question_scores_graded_judgements():
+    from lib.designs import Result
+
+    r = Result(qid="u1", design="dense", run=1, ranked_ids=["42", "x", "manual/7"], searches=1, queries=["q"],
+               latency_s=0.1)
+    row = per_question([r], {"u1": encode({"manual/7": 2, "42": 1})}).iloc[0]
+    assert row.recall_at_5 == 1.0 and row.mrr_at_10 == 1.0 and row["rank"] == 1 and 0 < row.ndcg_at_10 < 1
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
+def test_the_worked_example_runs_end_to_end_through_make_study():
+    """`make study DOCS=examples/beir-dev` at pilot size (20 questions): every notebook runs and the
+    index tells the truth about the study; the LLM designs replay the example's recorded calls (made
+    once with the local model); the shipped study stays byte-identical."""
+    name = "beir-dev-test"
+    folder = STUDIES_DIR / name
+    shutil.rmtree(folder, ignore_errors=True)
+    before = checksums()
+    try:
+        if EXAMPLE_RECORDS.exists():  # the example's recorded calls, as a rerun of the study would find them
+            shutil.copytree(EXAMPLE_RECORDS, folder / "results" / "llm_records")
+        done = subprocess.run(["make", "--no-print-directory", "study", f"DOCS={EXAMPLE.relative_to(ROOT)}",
+                               f"NAME={name}", "SET=question_limit=20 chunk_documents=false llm_backend=replay"],
+                              cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        index = (folder / "results" / "report" / "index.html").read_text(encoding="utf-8")
+        assert "This study" in index and "examples/beir-dev" in index and "2,000" in index
+        assert "the article:" not in index and "What differs from the article" not in index
+        assert "20 questions" in index
+        assert (folder / "results" / "report" / "12_why.html").exists()
+        # the same papers and questions searched the same way: dense ranks exactly as the shipped dev run
+        from lib.runs import read_results
+
+        ours = {r.qid: r.ranked_ids for r in read_results(folder / "results" / "dense" / "run1.jsonl")}
+        dev = {r.qid: r.ranked_ids for r in read_results(ROOT / "results" / "dev" / "dense" / "run1.jsonl")}
+        assert len(ours) == 20 and all(ours[q] == dev[q] for q in ours)
+        assert checksums() == before
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_who_writes_the_questions():
+    from lib.data.question_gen import question_backend
+
+    assert question_backend(load_profile("offline")) == "anthropic"  # the arXiv study: Claude, with a key
+    arxiv_local = load_profile("offline", llm_backend="local")
+    assert question_backend(arxiv_local) == "anthropic"
+
+
+def test_questions_for_documents_that_have_none(tmp_path, study_name):
+    """No questions file: the documents drawn with the seed get questions written and reviewed by the
+    local model (the real one, where installed), recorded in the study's own folder."""
+    from lib.data.question_gen import generate_for_profile, question_backend
+    from lib.preflight import local_model_missing
+
+    if local_model_missing():
+        pytest.skip(f"needs the local model ({local_model_missing()}): make local-llm")
+    docs, _, _ = write_tiny(tmp_path)
+    done = new_study(study_name, "--docs", str(docs), "--fields", "id=doc_id,title=headline,text=body",
+                     "--set", "n_sources=2", "--set", "n_lookalikes=1")
+    assert done.returncode == 0, done.stderr
+    profile = load_profile(study_name)
+    assert profile.questions_source == "generate" and question_backend(profile) == "local"
+    rows, manifest = import_study(profile)
+    assert len(manifest["source_order"]) == 2 and sum(r["role"] == "source" for r in rows) == 2
+    path = generate_for_profile(profile, rows, progress=False)
+    assert path.is_relative_to(STUDIES_DIR / study_name)
+    written = pipeline.all_questions(profile, rows)
+    assert [r["source_id"] for r in written] == manifest["source_order"] and all(r["question"] for r in written)
+    assert all(r["generator"].startswith("local") for r in written)
+    records = list((profile.own_dir / "llm_records").rglob("*.jsonl"))
+    assert {p.stem for p in records} >= {"question", "review"}
