@@ -7,6 +7,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# On parallel workers each process (and the kernels, `make` and scripts it starts, which inherit this)
+# computes on one thread: two workers each running torch or BLAS on every core oversubscribe the CPUs,
+# and their spinning threads slow each other down many times over. Set before anything imports torch.
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+
 # The tests run on up to 2 workers (pytest-xdist; the Makefile's test target: `-n auto --maxprocesses 2
 # --dist loadgroup`). Each group below runs on one worker, one test after another:
 # - tree: the tests that run `make`, a kernel or a script in the working tree or write there, and the
