@@ -473,7 +473,7 @@ def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
     """Read and validate ``profiles/<name>.yaml``; keyword overrides that are not None replace settings
     (validated too: an unknown key or a bad value fails at once, naming the setting)."""
     path = profile_file(name)
-    where = shown_path(path)
+    where = f"profiles/{path.name}" if path.parent == PROFILE_DIR else shown_path(path)  # a study: its own file
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=ProfileLoader)
     except DuplicateKey as exc:

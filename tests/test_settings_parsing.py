@@ -157,10 +157,10 @@ def test_a_local_backend_that_is_not_installed_is_refused_before_work(monkeypatc
         raise AssertionError("the local model is checked only for llm_backend 'local'")
     assert preflight(load_profile("offline"), local=unasked) == []
     # notebook_profile runs the same check (the default one, replaced here)
-    monkeypatch.setattr(pf, "local_model_missing", lambda: "the model file is not there")
+    monkeypatch.setattr(pf, "local_model_missing", lambda **_: "the model file is not there")
     with pytest.raises(ProfileError, match="run `make local-llm` first"):
         notebook_profile({"profile": "offline", "llm_backend": "local"})
-    monkeypatch.setattr(pf, "local_model_missing", lambda: None)
+    monkeypatch.setattr(pf, "local_model_missing", lambda **_: None)
     assert notebook_profile({"profile": "offline", "llm_backend": "local"}).llm_backend == "local"
 
 
