@@ -32,19 +32,19 @@ def needs(profile) -> list[str]:
     """The live parts a profile uses: 'anthropic', 'hub', 'arxiv'."""
     s = profile.settings
     out = []
-    if s["llm_backend"] == "anthropic" or (s["questions_source"] == "generate" and _question_backend(profile) == "anthropic"):
+    if s["questions_source"] == "generate":  # who writes the questions (imported only when they are written)
+        from .data.question_gen import question_backend
+
+        writes_with_claude = question_backend(profile) == "anthropic"
+    else:
+        writes_with_claude = False
+    if s["llm_backend"] == "anthropic" or writes_with_claude:
         out.append("anthropic")
     if "huggingface-hub" in (s["embedder_backend"], s["reranker_backend"]):
         out.append("hub")
     if s["collection_source"] == "arxiv_api":
         out.append("arxiv")
     return out
-
-
-def _question_backend(profile) -> str:
-    from .data.question_gen import question_backend
-
-    return question_backend(profile)
 
 
 def local_model_missing(find_spec=importlib.util.find_spec, model_file=None) -> str | None:

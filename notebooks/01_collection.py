@@ -69,7 +69,7 @@ else:
 # %%
 if drawn:
     show(draw_table(manifest))
-    plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png")
+    display(plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png"))
     show(lookalike_pair(manifest, rows))
 
 # %%

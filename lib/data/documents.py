@@ -67,11 +67,14 @@ def read_text(path: Path) -> str:
     return read_utf8(path)
 
 
-def _once(first_at: dict[str, int], key: str, n: int, where: str, column: str, unit: str) -> None:
-    """Note that ``key`` is at ``n``; a key seen before is an error naming both places."""
+def _record_id(table: "_Table", n: int, rec: Mapping, column: str, what: str, first_at: dict[str, int]) -> tuple[str, str]:
+    """Where record ``n`` is, and its id (required, unique: a second use is an error naming both places)."""
+    where = table.where(n)
+    key = _id(_cell(table, n, rec, column, what, True), where, column)
     if key in first_at:
-        raise DataError(f"{where}: field {column!r}: duplicate id {key!r} (first at {unit} {first_at[key]})")
+        raise DataError(f"{where}: field {column!r}: duplicate id {key!r} (first at {table.unit} {first_at[key]})")
     first_at[key] = n
+    return where, key
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -346,9 +349,7 @@ def read_documents(path: str | Path, fmt: str | None = None, fields: Mapping[str
     rows: list[dict] = []
     first_at: dict[str, int] = {}
     for n, rec in table.records:
-        where = table.where(n)
-        doc_id = _id(_cell(table, n, rec, cols["id"], "the document's id", True), where, cols["id"])
-        _once(first_at, doc_id, n, where, cols["id"], table.unit)
+        where, doc_id = _record_id(table, n, rec, cols["id"], "the document's id", first_at)
         text = _text(_cell(table, n, rec, cols["text"], "the document's text", True), where, cols["text"], True)
         title = _text(_cell(table, n, rec, cols["title"], "the document's title", title_required), where,
                       cols["title"], False)
@@ -398,9 +399,7 @@ def _questions(table: _Table, cols: Mapping[str, str], relevant_required: bool, 
     out: list[dict] = []
     first_at: dict[str, int] = {}
     for n, rec in table.records:
-        where = table.where(n)
-        qid = _id(_cell(table, n, rec, cols["id"], "the question's id", True), where, cols["id"])
-        _once(first_at, qid, n, where, cols["id"], table.unit)
+        where, qid = _record_id(table, n, rec, cols["id"], "the question's id", first_at)
         question = _text(_cell(table, n, rec, cols["question"], "the question's text", True), where,
                          cols["question"], True)
         relevant: dict[str, int] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import Profile, shown_path
+from ..config import Profile, profile_file, shown_path
 from ..errors import DataError
 from ..evaluation.relevance import encode
 from ..io import write_json, write_jsonl
@@ -74,19 +74,19 @@ def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dic
     path = profile.path("documents_path")
     fmt = profile.documents_format or ("beir" if path.is_dir() else None)
     files = {"documents": shown_path(path)}
-    if fmt == "beir":
-        rows, questions, qrels = docs.read_beir(path, split=profile.beir_split,
-                                                metadata=profile.document_metadata or None)
+    questions = None
+    if fmt == "beir":  # its questions and judgements come with it (each question's relevant documents)
+        rows, questions, _ = docs.read_beir(path, split=profile.beir_split, metadata=profile.document_metadata or None)
         files["questions"] = shown_path(path / "queries.jsonl")
         files["judgements"] = shown_path(path / "qrels" / f"{profile.beir_split}.tsv")
-        del qrels  # read_beir puts each question's relevant documents in its "relevant"
     else:
         rows = docs.read_documents(path, fmt=fmt, fields=profile.document_fields or None,
                                    metadata=profile.document_metadata or None)
-        questions = None
-    if profile.questions_source == "user" and fmt != "beir":
+    if profile.questions_source != "user":  # a model writes the questions
+        return rows, None, files
+    if fmt != "beir":
         if not profile.user_questions_path:
-            raise DataError(f"{shown_path(profile_file_of(profile))}: questions_source 'user' needs user_questions_path")
+            raise DataError(f"{shown_path(profile_file(profile.name))}: questions_source 'user' needs user_questions_path")
         qpath = profile.path("user_questions_path")
         ids = {r["id"] for r in rows}
         questions = docs.read_user_questions(qpath, fields=profile.question_fields or None, known_doc_ids=ids)
@@ -96,15 +96,7 @@ def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dic
             qrels = docs.read_qrels(qpath, {q["qid"] for q in questions}, ids)
             files["judgements"] = shown_path(qpath)
             questions = docs.attach_qrels(questions, qrels, qpath, require_relevant=False)
-    elif profile.questions_source != "user":
-        questions = None
     return rows, questions, files
-
-
-def profile_file_of(profile: Profile) -> Path:
-    from ..config import profile_file
-
-    return profile_file(profile.name)
 
 
 def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dict]:
@@ -124,8 +116,9 @@ def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dic
                 "metadata_fields": sorted({k for r in rows for k in r.get("metadata", {})})}
     if questions is not None:
         kept = [q for q in questions if any(g > 0 for g in (q.get("relevant") or {}).values())]
+        scored = {q["qid"] for q in kept}
         manifest.update(questions=len(questions), questions_scored=len(kept),
-                        questions_without_relevant=[q["qid"] for q in questions if q not in kept][:50],
+                        questions_without_relevant=[q["qid"] for q in questions if q["qid"] not in scored][:50],
                         relevant_per_question=_spread([sum(g > 0 for g in q["relevant"].values()) for q in kept]),
                         graded=any(g > 1 for q in kept for g in q["relevant"].values()))
         if not kept:
@@ -150,14 +143,12 @@ def _draw_sources(rows: list[dict], profile: Profile) -> tuple[list[dict], dict]
     """For model-written questions: ``n_sources`` documents drawn with the seed (role source), each
     with its ``n_lookalikes`` nearest documents by TF-IDF cosine (``lib/data/collection.py``), which
     the question reviewer reads as the question's competitors."""
-    from .collection import tfidf_neighbours
+    from .collection import draw_sources, tfidf_neighbours
     from .papers import Paper
 
-    rng = np.random.default_rng(profile.seed)
-    order = [rows[i]["id"] for i in rng.permutation(len(rows))[:min(profile.n_sources, len(rows))]]
+    papers = [Paper.from_row(r) for r in rows]
+    order = [p.id for p in draw_sources(papers, profile.n_sources, profile.seed)]
     chosen = set(order)
-    papers = [Paper(r["id"], r["title"], r["abstract"], tuple(r.get("categories", [])), r.get("first_seen", ""))
-              for r in rows]
     neighbours = tfidf_neighbours(papers, order, profile.n_lookalikes) if profile.n_lookalikes else {s: [] for s in order}
     rows = [{**r, "role": "source" if r["id"] in chosen else "document"} for r in rows]
     return rows, {"source_order": order, "lookalikes": neighbours, "by_role": {"source": len(order),
