@@ -26,17 +26,20 @@ class RecordStore:
         self.directory = Path(directory)
         self.base_dirs = tuple(Path(d) for d in base_dirs)  # read only: their calls are replayed, never written
         self._cache: dict[str, dict[str, dict]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # put() reads the cache while holding it
 
     def file(self, kind: str) -> Path:
         return self.directory / f"{kind}.jsonl"
 
     def records(self, kind: str) -> dict[str, dict]:
-        """Every recorded call of a kind, by request key (the base folders' first, then this folder's)."""
-        if kind not in self._cache:
-            files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
-            self._cache[kind] = {rec["key"]: rec for f in files for rec in read_jsonl(f, torn_tail_ok=True)}
-        return self._cache[kind]
+        """Every recorded call of a kind, by request key (the base folders' first, then this folder's).
+        Read once, under the store's lock: a thread's first read cannot replace the answers that another
+        thread's :meth:`put` has just added (concurrent first turns read and write at once)."""
+        with self._lock:
+            if kind not in self._cache:
+                files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
+                self._cache[kind] = {rec["key"]: rec for f in files for rec in read_jsonl(f, torn_tail_ok=True)}
+            return self._cache[kind]
 
     def get(self, request: LLMRequest) -> dict | None:
         return self.records(request.kind).get(request.key())
