@@ -38,23 +38,25 @@ $(VENV)/.setup-done: requirements.txt pyproject.toml
 	touch $@
 
 # notebooks/*.py (jupytext py:percent) and notebooks/*.ipynb are paired; the .py files are the ones to edit
-sync: setup
+# (only when a notebook or its pair changed since the last sync: build/.notebooks-synced records it)
+sync: setup build/.notebooks-synced
+
+build/.notebooks-synced: $(wildcard notebooks/*.py notebooks/*.ipynb)
 	$(BIN)/jupytext --sync --quiet notebooks/*.py
+	@mkdir -p build && touch $@
 
 # each notebook runs into build/failed/<report folder>/ (FAILED_DIR=... to change) and is moved into the report
 # folder only when its run completes; only those are rendered. A notebook that fails stops the run: its
 # executed notebook stays in build/failed/ (git-ignored), its error and path are printed, no page is written
-# from it (the shipped page stays as it was) and the command exits non-zero
+# from it (the shipped page stays as it was) and the command exits non-zero. The notebooks of one command run
+# in one kernel, reset before each notebook, so libraries and models load once (lib/report/execute.py)
+NOTEBOOK_DIR ?= notebooks
+RUN_NOTEBOOKS = $(BIN)/python scripts/run_notebooks.py --profile-file $(PROFILE_FILE) --notebooks-dir $(NOTEBOOK_DIR)
+
 report: setup sync
 	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
-	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; mkdir -p $$out $$fail || exit 1; ok=(); bad=(); \
-	for nb in $(NOTEBOOKS); do \
-	  echo "== $$nb"; \
-	  if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f $(PROFILE_FILE) $(ALLPARAMS); \
-	  then mv -f $$fail/$$nb.ipynb $$out/$$nb.ipynb || exit 1; ok+=($$nb); \
-	  else bad+=($$fail/$$nb.ipynb); break; fi; \
-	done; \
-	$(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --completed "$${ok[@]}" --failed "$${bad[@]}"
+	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; \
+	$(RUN_NOTEBOOKS) --out $$out --failed $$fail $(NOTEBOOKS) -- $(PROFILE) $(ALLPARAMS)
 
 # the whole study on your own data, one command: make study DOCS=path [QUESTIONS=path] [QRELS=path] [NAME=name]
 # [FIELDS=id=doc_id,text=body] [QUESTION_FIELDS=...] [METADATA=a,b] [SET="llm_backend=openai llm_model=m"]
@@ -72,12 +74,9 @@ study: setup
 # a run that fails renders nothing: its executed notebook stays in build/failed/, as for `make report`)
 notebook: setup sync
 	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
-	nb=$$(basename $$(ls notebooks/$(NB)*.ipynb) .ipynb); \
-	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; mkdir -p $$out $$fail || exit 1; \
-	if $(BIN)/papermill --log-level ERROR -k $(KERNEL) notebooks/$$nb.ipynb $$fail/$$nb.ipynb -f $(PROFILE_FILE) $(ALLPARAMS); \
-	then mv -f $$fail/$$nb.ipynb $$out/$$nb.ipynb || exit 1; \
-	  $(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --completed $$nb && echo "$$out/$$nb.html"; \
-	else $(BIN)/python scripts/build_report.py $(PROFILE) $(ALLPARAMS) --failed $$fail/$$nb.ipynb; exit 1; fi
+	nb=$$(basename $$(ls $(NOTEBOOK_DIR)/$(NB)*.ipynb) .ipynb); \
+	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; \
+	$(RUN_NOTEBOOKS) --out $$out --failed $$fail $$nb -- $(PROFILE) $(ALLPARAMS) && echo "$$out/$$nb.html"
 
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt

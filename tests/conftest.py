@@ -96,13 +96,14 @@ def shipped_mtimes() -> dict[Path, int]:
 @pytest.fixture(scope="session")
 def pilot_run(tmp_path_factory):
     """The pilot profile's notebooks executed in order, as `make report PROFILE=pilot` runs them
-    (papermill, the project's kernel, one kernel per notebook), into a scratch folder: the pilot drawn
-    afresh from the bundled snapshot, every design run with the real models and the recorded LLM
-    responses. The notebook tests read the executed notebooks, the smoke test the profile's saved
-    runs. Returns (scratch folder, {name: executed notebook}, shipped files before, after)."""
-    import papermill as pm
+    (:func:`lib.report.execute.run_notebooks`: papermill, the project's kernel, one kernel for the run,
+    reset before each notebook), into a scratch folder: the pilot drawn afresh from the bundled
+    snapshot, every design run with the real models and the recorded LLM responses. The notebook tests
+    read the executed notebooks, the smoke test the profile's saved runs. Returns (scratch folder,
+    {name: executed notebook}, shipped files before, after)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
+    from lib.report.execute import run_notebooks
     from lib.report.index_page import notebook_titles
 
     try:
@@ -113,9 +114,9 @@ def pilot_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pilot-nb")
     before = shipped_mtimes()
     params = {"profile": "pilot", "data_dir": str(tmp / "data"), "results_dir": str(tmp / "results")}
-    out = {}
-    for name in notebook_titles():
-        out[name] = tmp / f"{name}.ipynb"
-        pm.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(out[name]), parameters=params,
-                            kernel_name="agentic-rag-evidence", cwd=str(ROOT / "notebooks"), progress_bar=False)
+    names = list(notebook_titles())
+    completed, failed = run_notebooks(names, ROOT / "notebooks", tmp / "executed", tmp / "failed", params, cwd=ROOT,
+                                      log=lambda line: None)
+    out = {name: tmp / "executed" / f"{name}.ipynb" for name in completed}
+    out.update({p.stem: p for p in failed})  # a failed one is read as it stopped: its error is the test's message
     return tmp, out, before, shipped_mtimes()

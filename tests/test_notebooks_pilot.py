@@ -1,7 +1,8 @@
 """The pilot notebooks end to end, as `make report PROFILE=pilot` runs them (papermill, the
 project's kernel), into a scratch folder: every notebook executes without error and the run
 writes nothing into the shipped report or figures. The notebooks are executed once, by the
-session fixture pilot_run (tests/conftest.py), whose saved runs the smoke test also scores."""
+session fixture pilot_run (tests/conftest.py: one kernel for the run, as `make report`), whose saved
+runs the smoke test also scores."""
 import json
 
 from lib.report.index_page import notebook_titles
@@ -13,6 +14,7 @@ def test_every_pilot_notebook_runs_and_leaves_the_shipped_report_alone(pilot_run
         nb = json.loads(path.read_text())
         errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+    assert list(out) == list(notebook_titles()), "the run stopped before the last notebook"
     assert after == shipped, "a pilot run wrote into report/ or figures/"
     assert (tmp / "results" / "summary.json").exists() and (tmp / "results" / "figures").is_dir()
 

@@ -1,5 +1,5 @@
 """Rendering the report safely, on scratch folders: only notebooks whose run completed in this command
-become pages (through the Makefile's `report` and `notebook` targets, papermill replaced by a stand-in),
+become pages (through the Makefile's `report` and `notebook` targets, on small real notebooks),
 a notebook with an error output is never rendered, pages are the same bytes when a notebook is
 executed again, a page that cannot be written is the project's error naming it (the page that was
 there kept whole), and `make bench` writes the committed results/bench.json only when asked."""
@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
@@ -212,47 +211,49 @@ def test_build_report_renders_only_the_completed_notebooks_it_is_given(tmp_path,
 
 # ------------------------------------------------------------------- the Makefile's report and notebook targets
 
-# papermill's command line, standing in for it: copies an executed notebook made beforehand (so a
-# papermill run costs no Python start) to the output path; for a notebook named in $FAIL_NB, the one
-# with an error output, and fails as papermill does
-FAKE_PAPERMILL = textwrap.dedent("""\
-    #!/bin/bash
-    pos=()
-    while (($#)); do
-      case $1 in
-        --log-level|-k|-f) shift 2 ;;
-        -p) shift 3 ;;
-        *) pos+=("$1"); shift ;;
-      esac
-    done
-    name=$(basename "${pos[0]}" .ipynb)
-    mkdir -p "$(dirname "${pos[1]}")"
-    if [[ " $FAIL_NB " == *" $name "* ]]; then
-      cp "@FAILED@" "${pos[1]}"
-      echo "papermill.exceptions.PapermillExecutionError: KeyError: 'mrr_at_10'" >&2
-      exit 1
-    fi
-    cp "@COMPLETED@" "${pos[1]}"
-    """)
+def small_notebooks(folder: Path, fail: str = "") -> None:
+    """The report's notebooks as small real ones (a title, a parameters cell, one line of work), run by
+    the real papermill and kernel: each named in ``fail`` raises KeyError('mrr_at_10') instead."""
+    from lib.report.index_page import notebook_titles
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, title in notebook_titles().items():
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "agentic-rag-evidence", "display_name": "agentic-rag-evidence",
+                                     "language": "python"}
+        params = nbformat.v4.new_code_cell('profile = "offline"')
+        params.metadata["tags"] = ["parameters"]
+        # each page starts from nothing of the page before it (the kernel is shared, its names are not)
+        work = ("raise KeyError('mrr_at_10')" if name in fail.split()
+                else "import os\nassert 'leaked' not in dir()\nleaked = 1\nprint('kernel', os.getpid())")
+        nb.cells = [nbformat.v4.new_markdown_cell(f"# {title}"), params, nbformat.v4.new_code_cell(work)]
+        for i, c in enumerate(nb.cells):
+            c["id"] = f"cell-{i}"
+        nbformat.write(nb, folder / f"{name}.ipynb")
 
 
 @pytest.fixture
 def make(tmp_path):
-    """`make TARGET ...` in the repository with papermill replaced, into scratch folders only."""
+    """`make TARGET ...` in the repository on small real notebooks (:func:`small_notebooks`), into
+    scratch folders only."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec("agentic-rag-evidence")
+    except NoSuchKernel:
+        pytest.skip("the project's kernel is not registered (make setup registers it)")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    made = {kind: write_nb(tmp_path / "made" / f"{kind}.ipynb", error=kind == "failed") for kind in ("completed", "failed")}
-    (bin_dir / "papermill").write_text(FAKE_PAPERMILL.replace("@COMPLETED@", str(made["completed"]))
-                                       .replace("@FAILED@", str(made["failed"])))
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
+    (bin_dir / "python").chmod(0o755)
     results = tmp_path / "results"
     shipped = {p: p.stat().st_mtime_ns for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
 
     def run(target: str, fail: str = "", **variables) -> subprocess.CompletedProcess:
-        env = {**os.environ, "FAIL_NB": fail, "PYTHONPATH": str(ROOT)}
+        small_notebooks(tmp_path / "notebooks", fail)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
         words = [f"{k}={v}" for k, v in {"BIN": bin_dir, "FAILED_DIR": tmp_path / "failed",
+                                         "NOTEBOOK_DIR": tmp_path / "notebooks",
                                          "PARAMS": f"-p results_dir {results}", **variables}.items()]
         return subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", target, *words], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=300)
@@ -273,7 +274,8 @@ def test_make_notebook_renders_only_the_notebook_that_completed(make):
     assert r.returncode != 0
     kept = make.failed / "10_scores.ipynb"
     assert kept.exists() and not (report / "10_scores.ipynb").exists()
-    assert f"10_scores: the run did not complete: cell 4 raised KeyError: 'mrr_at_10'; its executed notebook: {kept}" in r.stderr
+    assert re.search(rf"10_scores: the run did not complete: cell \d+ raised KeyError: 'mrr_at_10'; its executed notebook: "
+                     rf"{re.escape(str(kept))}", r.stderr), r.stderr
     assert (report / "10_scores.html").read_text() == OLD_PAGE
     # the next successful `make notebook NB=03` renders 03 alone: the failed 10 stays unrendered, exit 0
     r = make("notebook", NB="03")
@@ -298,6 +300,10 @@ def test_make_report_stops_at_a_failed_notebook_and_renders_the_completed_ones(m
     r = make("report", NOTEBOOKS="01_collection 02_questions 03_dense")
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in make.report.glob("*.html")) == ["01_collection.html", "02_questions.html", "03_dense.html"]
+    # the three ran in one kernel, each without the names of the one before
+    printed = {json.dumps(nbformat.read(make.report / f"{n}.ipynb", as_version=4).cells[-1].outputs[0]["text"])
+               for n in ("01_collection", "02_questions", "03_dense")}
+    assert len(printed) == 1 and "kernel" in printed.pop()
     assert not list(make.failed.glob("*.ipynb"))
 
 
@@ -324,3 +330,18 @@ def test_make_bench_passes_save_only_when_asked(variables, saved):
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if "scripts/bench.py" in x)
     assert ("--save" in line.split()) == saved
+
+
+def test_the_notebooks_get_the_parameters_papermills_command_line_would_inject():
+    """`-f` the profile's file, then each `-p NAME VALUE` typed as papermill's command line types it."""
+    import yaml
+
+    from lib.report.execute import notebook_parameters
+
+    file = ROOT / "profiles" / "offline.yaml"
+    got = notebook_parameters(file, ["-p", "n_runs", "1", "-p", "rerank_weights", "{dense: 1.0}",
+                                     "-p", "llm_temperature", "0.5", "-p", "question_form", "short"])
+    assert got == {**yaml.safe_load(file.read_text()), "n_runs": 1, "rerank_weights": "{dense: 1.0}",
+                   "llm_temperature": 0.5, "question_form": "short"}
+    with pytest.raises(ValueError, match="expected -p NAME VALUE"):
+        notebook_parameters(file, ["-p", "n_runs"])

@@ -27,6 +27,13 @@ def offline_tables() -> None:
         _TABLES_READY = True
 
 
+def new_page() -> None:
+    """The next notebook starts a new page in the same kernel (:mod:`lib.report.execute`): its
+    interactive-table library is put into that page again, before its first whole table."""
+    global _TABLES_READY
+    _TABLES_READY = False
+
+
 # the page's own style: a wide table scrolls inside its box; tables read as tables
 PAGE_STYLE = ("<style>.jp-RenderedHTMLCommon table{font-size:12.5px}.jp-OutputArea-output{overflow-x:auto}"
               ".jp-OutputArea .jp-RenderedHTMLCommon td,.jp-OutputArea .jp-RenderedHTMLCommon th"

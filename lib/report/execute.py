@@ -1,0 +1,120 @@
+"""The report's notebooks executed as `make report` runs them: papermill, the project's kernel, the
+parameters papermill injects (``-f`` the profile's file, then each ``-p NAME VALUE`` read as papermill's
+command line reads it), in order, stopping at the first that fails.
+
+All the notebooks of one command run in **one kernel**, its namespace reset before each notebook
+(IPython's ``%reset -f``, open figures closed): every page still starts from nothing of the pages
+before it, but the libraries and models are loaded once a report instead of once a page (a fresh
+kernel per page spent about 10 s of CPU on imports and model loads before its first line of work).
+What a module keeps for the process is keyed by its inputs (the snapshot's papers by file and
+digest), and a page's own state (the interactive-table library, put into each page once) starts
+again with the page (:func:`lib.report.pages.new_page`).
+
+Each notebook is executed into ``failed_dir`` and moved into ``out_dir`` only when its run completed,
+so a failed or killed run never leaves an executed notebook where the report is rendered from."""
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+KERNEL = "agentic-rag-evidence"
+# run in the kernel before each notebook: its names gone, its figures closed, the page's own state new
+RESET = """get_ipython().run_line_magic('reset', '-f')
+import sys as _sys
+import matplotlib.pyplot as _plt
+_plt.close('all')
+if 'lib.report.pages' in _sys.modules:
+    _sys.modules['lib.report.pages'].new_page()
+del _sys, _plt
+"""
+
+
+def notebook_parameters(profile_file: str | Path | None, words: Sequence[str] = ()) -> dict:
+    """The parameters papermill's command line would inject for ``-f profile_file -p NAME VALUE ...``:
+    the file's settings, then each ``-p`` value typed as papermill types it (``_resolve_type``)."""
+    from papermill.cli import _resolve_type
+    from papermill.iorw import read_yaml_file
+
+    params = dict(read_yaml_file(str(profile_file)) or {}) if profile_file else {}
+    words = list(words)
+    while words:
+        if words[0] != "-p" or len(words) < 3:
+            raise ValueError(f"expected -p NAME VALUE, got {' '.join(words)!r}")
+        params[words[1]] = _resolve_type(words[2])
+        words = words[3:]
+    return params
+
+
+class SharedKernel:
+    """One started kernel of ``kernel_name`` (cwd ``cwd``) that papermill runs every notebook in."""
+
+    def __init__(self, kernel_name: str = KERNEL, cwd: Path | None = None):
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+
+        self._run = run_sync
+        self.km = AsyncKernelManager(kernel_name=kernel_name)
+        self._run(self.km.start_kernel)(cwd=str(cwd) if cwd else None)
+
+    def reset(self) -> None:
+        """The kernel's namespace emptied and its figures closed (an error here is raised)."""
+        async def go():
+            kc = self.km.client()
+            kc.start_channels()
+            try:
+                await kc.wait_for_ready(timeout=60)
+                reply = await kc.execute_interactive(RESET, store_history=False, timeout=60,
+                                                     output_hook=lambda msg: None)
+            finally:
+                kc.stop_channels()
+            if reply["content"]["status"] != "ok":
+                raise RuntimeError(f"the kernel could not be reset: {reply['content'].get('evalue')}")
+        self._run(go)()
+
+    def shutdown(self) -> None:
+        self._run(self.km.shutdown_kernel)(now=True)
+
+    def __enter__(self) -> "SharedKernel":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+
+def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, failed_dir: Path, parameters: dict,
+                  kernel_name: str = KERNEL, cwd: Path | None = None,
+                  log: Callable[[str], None] | None = None) -> tuple[list[str], list[Path]]:
+    """Execute ``notebooks_dir/<name>.ipynb`` for each name in order, in one kernel (module docstring)
+    started in ``cwd`` (default: this process's folder, as papermill's command line starts it): each
+    into ``failed_dir`` first, moved into ``out_dir`` when it completed. Stops at the first that
+    fails, naming its error on stderr. Returns (the names that completed, the executed notebooks of
+    the runs that did not)."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    log = log or (lambda line: print(line, flush=True))
+    logging.getLogger("papermill").setLevel(logging.ERROR)
+    notebooks_dir, out_dir, failed_dir = (Path(p).resolve() for p in (notebooks_dir, out_dir, failed_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    failed_dir.mkdir(parents=True, exist_ok=True)
+    completed: list[str] = []
+    failed: list[Path] = []
+    with SharedKernel(kernel_name, cwd=Path(cwd or Path.cwd())) as kernel:
+        for name in names:
+            log(f"== {name}")
+            target = failed_dir / f"{name}.ipynb"
+            try:
+                kernel.reset()
+                pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(target), parameters=parameters,
+                                    kernel_name=kernel_name, km=kernel.km, progress_bar=False)
+            except (PapermillExecutionError, RuntimeError, OSError) as exc:
+                why = f"{exc.ename}: {exc.evalue}" if isinstance(exc, PapermillExecutionError) else f"{type(exc).__name__}: {exc}"
+                print(f"{name}: {why}", file=sys.stderr)
+                failed.append(target)
+                break
+            shutil.move(str(target), str(out_dir / f"{name}.ipynb"))
+            completed.append(name)
+    return completed, failed
