@@ -15,8 +15,9 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 
 # The tests run on up to 2 workers (pytest-xdist; the Makefile's test target: `-n auto --maxprocesses 2
 # --dist loadgroup`). Each group below runs on one worker, one test after another:
-# - tree: the tests that run `make`, a kernel or a script in the working tree or write there, and the
-#   check that the shipped folders stay byte-identical (which any such write would break);
+# - tree: the tests that run a kernel or a script that writes in the working tree, and the check that
+#   the shipped folders stay byte-identical (which any such write would break); the Makefile tests of
+#   test_render_safety.py write only into their scratch folders and run beside them;
 # - pilot: the pilot notebooks and the smoke test, which share one executed pilot;
 # - models: the tests that load the embedder in their own process or read the whole snapshot (once);
 # - ranx: the two that import ranx (numba compiles it on import);
@@ -25,8 +26,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 # marks do not group under pytest 9, whose node ids xdist can no longer rename). Heavy work is handed
 # out first (HEAVY_FIRST, longest first), so that no worker is left with a long test at the end.
 GROUPS = {
-    "tree": ("test_render_safety.py::test_make_", "test_display.py::test_a_notebook_runs_with_plain_nbconvert",
-             "test_study.py::"),
+    "tree": ("test_display.py::test_a_notebook_runs_with_plain_nbconvert", "test_study.py::"),
     "pilot": ("test_notebooks_pilot.py::", "test_smoke_pilot.py::"),
     "models": ("test_loop.py::", "test_chunking.py::", "test_index.py::", "test_snapshot.py::", "test_collection.py::",
                "test_faiss_index.py::", "test_search.py::", "test_config.py::test_article_profile_fails_fast",
