@@ -20,7 +20,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 #   test_render_safety.py write only into their scratch folders and run beside them;
 # - pilot: the pilot notebooks and the smoke test, which share one executed pilot;
 # - models: the tests that load the embedder in their own process or read the whole snapshot (once);
-# - ranx: the two that import ranx (numba compiles it on import);
+# - ranx: the two that ask ranx (each in a process of its own, numba's compiler off);
 # - server: the two that share one local model server.
 # The groups are given here by test id and scheduled by GroupScheduling below (xdist's own xdist_group
 # marks do not group under pytest 9, whose node ids xdist can no longer rename). Heavy work is handed
