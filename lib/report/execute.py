@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 KERNEL = "agentic-rag-evidence"
-# run in the kernel before each notebook: its names gone, its figures closed, the page's own state new
+# run in the kernel before each notebook: its names gone, its cells counted from 1 again (as a fresh
+# kernel counts them: the pages show In [n]), its figures closed, the page's own state new
 RESET = """get_ipython().run_line_magic('reset', '-f')
+get_ipython().execution_count = 1
 import sys as _sys
 import matplotlib.pyplot as _plt
 _plt.close('all')
