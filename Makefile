@@ -51,12 +51,12 @@ build/.notebooks-synced: $(wildcard notebooks/*.py notebooks/*.ipynb)
 # from it (the shipped page stays as it was) and the command exits non-zero. The notebooks of one command run
 # in one kernel, reset before each notebook, so libraries and models load once (lib/report/execute.py)
 NOTEBOOK_DIR ?= notebooks
-RUN_NOTEBOOKS = $(BIN)/python scripts/run_notebooks.py --profile-file $(PROFILE_FILE) --notebooks-dir $(NOTEBOOK_DIR)
+# (the settings are checked first, as scripts/check_settings.py checks them: exit 2 before any work)
+RUN_NOTEBOOKS = $(BIN)/python scripts/run_notebooks.py --profile-file $(PROFILE_FILE) --notebooks-dir $(NOTEBOOK_DIR) \
+  --failed-root $(or $(FAILED_DIR),build/failed)
 
 report: setup sync
-	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
-	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; \
-	$(RUN_NOTEBOOKS) --out $$out --failed $$fail $(NOTEBOOKS) -- $(PROFILE) $(ALLPARAMS)
+	@$(RUN_NOTEBOOKS) $(NOTEBOOKS) -- $(PROFILE) $(ALLPARAMS)
 
 # the whole study on your own data, one command: make study DOCS=path [QUESTIONS=path] [QRELS=path] [NAME=name]
 # [FIELDS=id=doc_id,text=body] [QUESTION_FIELDS=...] [METADATA=a,b] [SET="llm_backend=openai llm_model=m"]
@@ -73,10 +73,8 @@ study: setup
 # (a run whose parameters change results writes into its own folder under results/, never over report/;
 # a run that fails renders nothing: its executed notebook stays in build/failed/, as for `make report`)
 notebook: setup sync
-	@out=$$($(BIN)/python scripts/check_settings.py $(PROFILE) $(ALLPARAMS)) || exit 2; \
-	nb=$$(basename $$(ls $(NOTEBOOK_DIR)/$(NB)*.ipynb) .ipynb); \
-	fail=$(or $(FAILED_DIR),build/failed)/$${out#/}; \
-	$(RUN_NOTEBOOKS) --out $$out --failed $$fail $$nb -- $(PROFILE) $(ALLPARAMS) && echo "$$out/$$nb.html"
+	@nb=$$(basename $$(ls $(NOTEBOOK_DIR)/$(NB)*.ipynb) .ipynb); \
+	$(RUN_NOTEBOOKS) --print-page $$nb -- $(PROFILE) $(ALLPARAMS)
 
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
