@@ -14,11 +14,30 @@ from lib.config import ROOT, profile_from_args  # noqa: E402
 from lib.errors import ProfileError  # noqa: E402
 from lib.preflight import preflight  # noqa: E402
 
-try:
-    profile = profile_from_args(sys.argv[1:])
+
+def checked_profile(words: list[str]):
+    """The profile of ``PROFILE [-p NAME VALUE ...]``, validated, its live parts and local model checked
+    (:class:`ProfileError` with the project's message otherwise)."""
+    profile = profile_from_args(words)
     preflight(profile)
-except ProfileError as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(2)
-out = profile.report_dir
-print(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out)
+    return profile
+
+
+def shown(path: Path) -> Path:
+    """A folder as the Makefile names it: relative to the repository when inside it."""
+    path = Path(path)
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def main(argv: list[str]) -> int:
+    try:
+        profile = checked_profile(argv)
+    except ProfileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(shown(profile.report_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

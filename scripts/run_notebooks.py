@@ -23,17 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_report  # noqa: E402
+from check_settings import checked_profile, shown  # noqa: E402
 
-from lib.config import ROOT, profile_from_args  # noqa: E402
+from lib.config import ROOT  # noqa: E402
 from lib.errors import ProfileError  # noqa: E402
-from lib.preflight import preflight  # noqa: E402
 from lib.report.execute import notebook_parameters, run_notebooks  # noqa: E402
-
-
-def shown(path: Path) -> Path:
-    """A folder as the Makefile names it: relative to the repository when inside it."""
-    path = Path(path)
-    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def main(argv: list[str]) -> int:
@@ -50,23 +44,13 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv[:cut])
     words = argv[cut + 1:]
     try:
-        profile = profile_from_args(words)
-        preflight(profile)
+        profile = checked_profile(words)
         parameters = notebook_parameters(args.profile_file, words[1:])
-    except ProfileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as exc:
+    except (ProfileError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = shown(profile.report_dir)
     failed_dir = args.failed_root / str(out).lstrip("/")
-    for folder in (out, failed_dir):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            print(f"error: {folder}: cannot create the folder ({exc.strerror or exc})", file=sys.stderr)
-            return 1
     from jupyter_client.kernelspec import NoSuchKernel
 
     try:
@@ -74,6 +58,11 @@ def main(argv: list[str]) -> int:
     except NoSuchKernel as exc:
         print(f"error: the project's kernel is not registered ({exc}): `make setup` registers it", file=sys.stderr)
         return 2
+    except OSError as exc:  # a report or failed-run folder that cannot be made, a notebook that cannot be moved there
+        where = shown(Path(exc.filename)) if exc.filename else out
+        print(f"error: {where}: cannot write ({exc.strerror or exc}); the pages already written are unchanged",
+              file=sys.stderr)
+        return 1
     status = build_report.main([*words, "--completed", *completed, "--failed", *map(str, failed)])
     if args.print_page and status == 0 and len(args.names) == 1:
         print(f"{out}/{args.names[0]}.html")
