@@ -29,7 +29,7 @@ _DATE_SETTINGS = ("window_start", "window_end", "pool_before", "filter_first_see
 # overrides that change no saved result (or, for question_form, that name a condition with its own
 # folder): they may write into the profile's results
 SHARED_OVERRIDES = ("llm_backend", "n_runs", "question_form", "question_set", "collection_scope", "llm_batch",
-                    "max_cost_usd", "extend_shipped")
+                    "max_cost_usd", "extend_shipped", "llm_model")
 # the profiles whose results, records and caches are committed: the shipped study, extended only on purpose
 SHIPPED_PROFILES = ("offline", "dev", "pilot")
 # the settings that change which papers are drawn: a run that overrides one draws into its own folder
@@ -37,9 +37,9 @@ DRAW_SETTINGS = ("collection_source", "snapshot_path", "categories", "window_sta
                  "pool_exclude", "n_sources", "n_papers", "n_lookalikes", "source_ids", "seed")
 # the article's condition: full questions, one source each, the drawn collection
 DEFAULT_CONDITION = {"question_form": "full", "question_set": "single", "collection_scope": "default"}
-# environment variables the command-line scripts read as overrides (the condition and the backend)
+# environment variables the command-line scripts read as overrides (the condition, the backend and the model)
 ENV_OVERRIDES = {"LLM_BACKEND": "llm_backend", "QUESTION_FORM": "question_form", "QUESTION_SET": "question_set",
-                 "COLLECTION_SCOPE": "collection_scope"}
+                 "COLLECTION_SCOPE": "collection_scope", "LLM_MODEL": "llm_model"}
 
 
 def _is_date(value) -> bool:
@@ -389,7 +389,7 @@ class Profile:
     def shipped(self) -> bool:
         """True when this run's outputs are the shipped ones: the default profile with no override
         that changes a result (the offline report, figures and results)."""
-        return (self.name == DEFAULT_PROFILE and not self.own_overrides()
+        return (self.name == DEFAULT_PROFILE and not self.own_overrides() and "llm_model" not in self.overrides
                 and all(self.settings[k] == v for k, v in DEFAULT_CONDITION.items()))
 
     def own_overrides(self) -> dict[str, Any]:
@@ -416,6 +416,8 @@ class Profile:
             base = base / "twopart"
         if self.settings["question_form"] == "short":
             base = base / "short"
+        if "llm_model" in self.overrides:  # the model-size axis: another model's runs, beside the profile's own
+            base = base / "models" / self.settings["llm_model"]
         own = self.own_overrides()
         if not own or "results_dir" in own:  # none, or a folder the user chose
             return base

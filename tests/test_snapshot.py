@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from lib.config import load_profile
+from lib.config import env_overrides, load_profile
 from lib.errors import DataError
 from lib.search import snapshot as snap
 from lib.search.dense import DenseIndex
@@ -72,3 +72,20 @@ def test_snapshot_condition_is_its_own_folder_and_never_the_shipped_one():
     short = load_profile("offline", collection_scope="snapshot", question_form="short")
     assert cond.results_dir == base.results_dir / "snapshot" and short.results_dir == base.results_dir / "snapshot" / "short"
     assert base.shipped and not cond.shipped and not cond.own_overrides()
+
+
+def test_another_local_model_keeps_its_runs_beside_the_profiles_and_is_never_the_shipped_report():
+    """The model-size axis: llm_model overridden writes results/<condition>/models/<model>/, guarded like the
+    shipped study (extend_shipped), and never renders into report/ or figures/."""
+    small = "qwen2.5-coder-0.5b-instruct-awq-q4_k_m"
+    base = load_profile("offline")
+    other = load_profile("offline", llm_model=small)
+    short = load_profile("offline", llm_model=small, question_form="short")
+    same = load_profile("offline", llm_model=base.llm_model)   # the file's own model: no axis
+    assert other.results_dir == base.results_dir / "models" / small
+    assert short.results_dir == base.results_dir / "short" / "models" / small
+    assert same.results_dir == base.results_dir and same.shipped
+    assert not other.shipped and other.report_dir != base.report_dir and other.figures_dir != base.figures_dir
+    assert not other.own_overrides() and not other.extends_shipped
+    assert load_profile("offline", llm_model=small, extend_shipped=True).extends_shipped
+    assert env_overrides({"LLM_MODEL": small})["llm_model"] == small
