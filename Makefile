@@ -22,7 +22,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation
+.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation loop-selection
 
 setup: $(VENV)/.setup-done
 
@@ -32,7 +32,7 @@ setup: $(VENV)/.setup-done
 # leaves in site-packages (which the default editable finder would lose to)
 $(VENV)/.setup-done: requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "agentic-rag-evidence" >/dev/null
 	touch $@
@@ -77,12 +77,12 @@ notebook: setup sync
 	$(RUN_NOTEBOOKS) --print-page $$nb -- $(PROFILE) $(ALLPARAMS)
 
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-test.txt
 	touch $@
 
 # JupyterLab on the notebooks with the project's kernel (jupytext pairs each .ipynb with its .py)
 $(VENV)/.lab-setup-done: requirements-lab.txt $(VENV)/.setup-done
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-lab.txt
 	touch $@
 
 # as root (a container) Jupyter refuses to start without --allow-root
@@ -115,6 +115,11 @@ snapshot-embeddings: setup
 # escalate's confidence signal and threshold, chosen on the dev questions (docs/escalation.md)
 escalation: setup
 	$(BIN)/python scripts/select_escalation.py
+
+# the tool-calling loop's prompt and first search, chosen on the dev questions (docs/loop.md); with
+# LLM_BACKEND=local it records the arms (resumable); ARMS=loop:one_example,... runs a subset first
+loop-selection: setup
+	$(BIN)/python scripts/select_loop.py $(if $(ARMS),--arms $(ARMS))
 
 # speed of the heavy steps, printed and written to build/bench.json; `make bench ARGS=--save` (or SAVE=1)
 # writes the committed results/bench.json instead, which the report's speed table shows

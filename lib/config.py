@@ -139,6 +139,10 @@ class Settings(BaseModel):
                                  description="input + output tokens over one question's loop")
     loop_search_k: int = Field(default=5, ge=1, le=20, description="papers the search tool shows the model")
     loop_turn_max_tokens: int = Field(default=128, ge=32, le=8192, description="max_tokens of each model turn")
+    loop_prompt: Literal["one_example", "no_example", "two_examples"] = Field(
+        default="one_example", description="the local prompt's worked examples before the question (one, none, or "
+        "a second that searches twice); the Claude prompt has none, so there all three are the same prompt. "
+        "Chosen on the dev set (docs/loop.md)")
     loop_backend: Optional[Literal["scripted", "echo"]] = Field(
         default=None, description="a stub model for the loop (tests, trying it with no model); null: llm_backend")
     n_runs: int = Field(ge=1, le=20)

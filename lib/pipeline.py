@@ -300,10 +300,30 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
         prov.update({k: profile.settings[k] for k in ("chunk_documents", "chunk_tokens", "chunk_overlap")})
     if profile.dense_backend == "faiss-hnsw":
         prov.update({k: profile.settings[k] for k in ("dense_backend", "hnsw_m", "hnsw_ef_search", "hnsw_ef_construction")})
+    # a design's optional settings (the loop's prompt variant) enter the record only away from their
+    # default, so every result saved before the setting keeps its key
+    prov.update({k: profile.settings[k] for k, default in optional_settings(cls).items()
+                 if profile.settings.get(k) != default})
     if cls.uses_llm:
         prov.update({"llm_backend": parts.llm().name, "llm_source": parts.llm_source(),
                      "prompt_style": parts.prompt_style()})
     return prov
+
+
+def optional_settings(cls) -> dict:
+    """The settings a design's results depend on that enter its provenance only when not at their
+    default (setting -> default)."""
+    return dict(getattr(cls, "optional_settings", {}) or {})
+
+
+def expected_settings(profile: Profile, name: str) -> dict:
+    """The settings a saved record of the design must carry as they are now: its settings, and its
+    optional settings (None, i.e. absent, at their default)."""
+    cls = design_class(name)
+    out = {k: profile.settings.get(k) for k in cls.settings}
+    out.update({k: (None if profile.settings.get(k) == d else profile.settings.get(k))
+                for k, d in optional_settings(cls).items()})
+    return out
 
 
 def fuses(cls) -> bool:
@@ -454,7 +474,7 @@ def record_check(profile: Profile, parts: "ProfileParts | None" = None) -> Recor
     qs = question_set(profile, parts.papers)
     return RecordCheck({q.qid: q for q in qs}, frozenset(p["id"] for p in parts.papers),
                        {"collection_digest": parts.collection_digest, "questions_digest": parts.questions_digest},
-                       {n: {k: profile.settings.get(k) for k in design_class(n).settings} for n in design_names()})
+                       {n: expected_settings(profile, n) for n in design_names()})
 
 
 def load_scored(profile: Profile) -> scores.Scored:

@@ -35,9 +35,12 @@
 # a trace of every step: who decided it (the model or the code), what it was, its tokens and time.
 #
 # The local model (Qwen2.5-Coder-1.5B) writes one JSON call a turn under a grammar that lets it read
-# or cite only papers its searches showed, after one worked example; Claude gets native tool use
-# (`lib/llm/prompts.py`). A stub model (`loop_backend`: `scripted` searches, reads the top hit and
-# cites it; `echo` never calls a tool) tries the loop with no model; its results go to a variant folder.
+# or cite only papers its searches showed, after the worked examples of the prompt variant
+# `loop_prompt` (`one_example`, the default; `no_example`; `two_examples`, the second searching twice
+# and citing two papers; chosen on the dev questions by the rule of `docs/loop.md`); Claude gets
+# native tool use and no worked example (`lib/llm/prompts.py`). A stub model (`loop_backend`:
+# `scripted` searches, reads the top hit and cites it; `echo` never calls a tool) tries the loop with
+# no model; its results go to a variant folder.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -46,6 +49,7 @@ question_limit = None     # e.g. 20 to try the design on the first 20 questions
 loop_max_steps = None     # None: the profile's caps
 loop_max_tokens = None
 loop_search_k = None
+loop_prompt = None        # None: the profile's (one_example); no_example | two_examples
 loop_backend = None       # None: the profile's llm_backend; "scripted" or "echo": a stub model (no model needed)
 runs = None               # None: the runs recorded (a stub: the profile's n_runs); e.g. [1]
 llm_backend = None        # None: the profile's (offline: replay); local or anthropic calls a model
@@ -91,9 +95,23 @@ steps = loop_report.steps_page(cfg)
 # ## Where the loop loses the source
 # Each loop against dense's saved list for the same question: did one of the loop's searches show
 # the model the source paper, did the model read it, did it cite it? And how the model's own queries
-# compare in length with the question it was given. The local prompt's one worked example searches
-# once with a rewritten query, reads one paper and answers; a prompt without it is a setting to
-# choose on the dev questions, not on these.
+# compare in length with the question it was given. The local prompt's default worked example
+# searches once with a rewritten query, reads one paper and answers; the other prompts (`loop_prompt`)
+# are chosen among on the dev questions (`docs/loop.md`), not on these.
 
 # %%
 lost = loop_report.lost_page(cfg)
+
+# %% [markdown]
+# ## The question-first loop
+# `loop_question_first` is the same loop, with the same caps, tools and ranked-list rule, except that
+# the code makes the first search, with the question as written (as the agent's first search is), and
+# shows its result to the model as the first tool result before the model's first turn. That search is
+# a code-decided step of the trace, counts as one of the loop's searches (so the question's own list
+# is always in the fusion) and takes no model turn; its tokens count in the budget. Below, when its
+# runs are saved: its measures beside the model-first loop's, one of its questions step by step, its
+# steps and where it loses the source. Nothing is run here: its runs are recorded apart
+# (`scripts/run_designs.py PROFILE loop_question_first 1`), and this section says so when there are none.
+
+# %%
+question_first = loop_report.question_first_page(cfg)

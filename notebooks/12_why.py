@@ -179,6 +179,33 @@ if done:
     display(ceilings.style.format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
 
 # %% [markdown]
+# ## 5. Model size
+# The same agent, multi-query and loop with each local model: Qwen2.5-Coder-0.5B-Instruct and the
+# profile's Qwen2.5-Coder-1.5B-Instruct (both run by llama.cpp on the CPU, recorded and replayed), each
+# design minus dense (MRR@10, the 95% paired range) in the questions-as-written and short-question
+# conditions; beside them, in the first, the article's published differences with Claude Haiku 5.5
+# (its own questions and set-up, so a marker of scale, not a paired comparison). A design not run with
+# a model says so in its place.
+
+# %%
+from lib.report import model_size
+from lib.report.article import article_figures, shows_article
+from lib.report.display import design_namer
+
+sizes = model_size.axis_table(cfg)
+published = article_figures() if shows_article(cfg) else None
+display(model_size.axis_chart(sizes, cfg.figures_dir / f"{cfg.name}_model_size.png", published, names=design_namer(cfg)))
+scored_sizes = sizes[sizes.status.str.startswith("scored")] if not sizes.empty else sizes
+if not scored_sizes.empty:
+    shown_sizes = ranged(scored_sizes, {"recall@5 − dense [95%]": "recall_at_5_delta",
+                                        "MRR@10 − dense [95%]": "mrr_at_10_delta"})
+    cols = ["condition", "model_label", "design", "runs", "questions", "recall_at_5", "recall@5 − dense [95%]",
+            "mrr_at_10", "MRR@10 − dense [95%]", "folder"]
+    display(shown_sizes[cols].rename(columns={"model_label": "model"})
+            .style.format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
+reading(model_size.axis_reading(sizes, published, names=design_namer(cfg)))
+
+# %% [markdown]
 # ## The loss, part by part
 # In MRR@10 (then recall@5): the loss against dense; the merge's part (best single list − fused) and the
 # queries' part (dense − best single list), which add up to the loss; the oracle stop's gain (oracle

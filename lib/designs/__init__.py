@@ -10,7 +10,7 @@ from .base import DEPTH, Design, LLMUse, Parts, Question, Result
 from .dense import DenseDesign
 from .escalate import EscalateDesign
 from .hybrid import HybridDesign, HybridRerankDesign
-from .loop import LoopDesign
+from .loop import LoopDesign, LoopQuestionFirstDesign
 from .multiquery import MultiQueryDesign
 from .rerank import RerankDesign
 
@@ -25,6 +25,7 @@ REGISTRY: dict[str, type] = {
     "agent_rerank": AgentRerankDesign,
     "escalate": EscalateDesign,
     "loop": LoopDesign,
+    "loop_question_first": LoopQuestionFirstDesign,
 }
 BASELINE = "dense"
 

@@ -23,6 +23,21 @@ fusion (k = 60; Cormack et al. 2009) of every search the loop ran (each ``dense_
 sees the top ``loop_search_k``), no id twice. Each result keeps the loop's own measures
 (``details``) and a trace of every step (``trace``): model turns and the code's steps, who decided
 each, its detail, tokens and milliseconds.
+
+The prompt (setting ``loop_prompt``, chosen on the dev set: docs/loop.md): the local model's
+conversation opens with worked examples before the question: ``one_example`` (search, read, answer
+citing one id; the default, as every loop saved before the setting), ``no_example`` (the system
+prompt alone) or ``two_examples`` (that one, then one whose first search misses, that searches again
+with other words, reads and cites two ids). Claude's prompt (native tool use) has no worked example,
+so with the anthropic style the three are the same prompt (their results still go to separate
+folders: the setting is part of a result's provenance when it is not ``one_example``).
+
+``loop_question_first`` (:class:`LoopQuestionFirstDesign`) is the same loop, except that the code
+runs the first search, with the question as written (as the agent's first search is), and shows its
+result to the model before the model's first turn, as a well-formed tool exchange (an assistant
+search call, then its tool result). That search is a code-decided step of the trace and one of the
+loop's searches (it ranks in the fusion, and its papers may be read and cited); it takes no model
+turn of ``loop_max_steps``, and its tokens count in every turn's prompt and so in the budget.
 """
 from __future__ import annotations
 
@@ -34,7 +49,7 @@ from dataclasses import dataclass
 
 from ..llm import LLMRequest, prompts
 from ..llm.base import INCOMPLETE_STOPS
-from ..llm.tools import assistant_blocks, chat_text, text_block, tool_result_block
+from ..llm.tools import assistant_blocks, chat_text, text_block, tool_result_block, tool_use_block
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
 
@@ -50,6 +65,20 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9./_-]*[A-Za-z0-9]")
 
 
 SHOWN_SEP = " -> "  # a search step's trace detail: the query, then the ids the model was shown
+QUESTION_FIRST = "loop_question_first"
+LOOP_DESIGNS = ("loop", QUESTION_FIRST)  # the tool-calling loops (same record, same measures)
+CODE_CALL_ID = "code_search_1"           # the tool_use id of the question-first loop's code search
+
+
+def code_searches(result) -> int:
+    """How many of a loop result's searches the code ran itself (the question-first loop: one)."""
+    return int(result.details.get("code_searches", 1 if result.design == QUESTION_FIRST else 0))
+
+
+def model_queries(result) -> list[str]:
+    """The queries the model wrote in a loop (the record keeps the question first, then every search
+    run, the code's first search among them in the question-first loop)."""
+    return list(result.queries[1 + code_searches(result):])
 
 
 def shown_ids(result) -> list[str]:
@@ -124,14 +153,20 @@ class LoopDesign:
     record_kind = "loop"
     settings = EMBEDDER_SETTINGS + LLM_SETTINGS + ("llm_thinking", "llm_effort", "loop_max_steps", "loop_max_tokens",
                                                    "loop_search_k", "loop_turn_max_tokens", "loop_backend")
+    # settings that enter a result's provenance only away from their default, so every result saved
+    # before them keeps its inputs key (lib.pipeline.design_provenance)
+    optional_settings = {"loop_prompt": prompts.LOOP_PROMPT_DEFAULT}
 
     def __init__(self, searcher, llm, papers: dict[str, tuple[str, str]], style: str, caps: Caps = Caps(),
-                 k: int = 50, rrf_k: int = 60, temperature: float = 0.0, provenance: dict | None = None):
+                 k: int = 50, rrf_k: int = 60, temperature: float = 0.0, provenance: dict | None = None,
+                 prompt: str = prompts.LOOP_PROMPT_DEFAULT):
         if style not in ("local", "anthropic"):
             raise ValueError(f"prompt style must be 'local' or 'anthropic', got {style!r}")
         self.searcher, self.llm, self.papers, self.style, self.caps = searcher, llm, papers, style, caps
         self.k, self.rrf_k, self.temperature, self.provenance = k, rrf_k, temperature, provenance or {}
         self.local = style == "local"
+        self.prompt = prompt
+        self.examples = prompts.loop_examples(prompt, self.local)  # refuses an unknown variant
         self.tools = prompts.loop_tools(caps.search_k, self.local)
         self.system = (prompts.loop_local_system if self.local else prompts.loop_anthropic_system)(
             caps.search_k, caps.max_steps)
@@ -160,7 +195,7 @@ class LoopDesign:
         papers = {x["id"]: (x["title"], x["abstract"]) for x in parts.papers if allowed is None or x["id"] in allowed}
         caps = Caps(p.loop_max_steps, p.loop_max_tokens, p.loop_search_k, p.loop_turn_max_tokens)
         return cls(parts.searcher, llm, papers, style, caps, k=p.dense_k, rrf_k=p.rrf_k, temperature=p.llm_temperature,
-                   provenance=provenance)
+                   provenance=provenance, prompt=p.settings.get("loop_prompt") or prompts.LOOP_PROMPT_DEFAULT)
 
     @property
     def max_steps(self) -> int:
@@ -168,9 +203,14 @@ class LoopDesign:
 
     # ------------------------------------------------------------------ requests
     def opening(self, question: Question) -> list[tuple[str, object]]:
-        """The conversation before the first turn: (the local model's worked example and) the question."""
-        first = [("user", prompts.LOOP_USER.format(question=question.text))]
-        return (list(prompts.LOOP_EXAMPLE) if self.local else []) + first
+        """The conversation's opening: the local model's worked examples (``loop_prompt``; none for
+        Claude), then the question."""
+        return list(self.examples) + [("user", prompts.LOOP_USER.format(question=question.text))]
+
+    def start(self, question: Question) -> tuple[list[tuple[str, object]], "_State"]:
+        """The conversation before the model's first turn, and the loop's state so far (the plain loop:
+        the opening, nothing searched yet)."""
+        return self.opening(question), _State()
 
     def request(self, question: Question, messages, run: int, seen: list[str], final: bool = False) -> LLMRequest:
         """One turn: the conversation so far, the tools (choice "none" for the forced answer) and,
@@ -180,8 +220,13 @@ class LoopDesign:
                           run, grammar, label=question.qid, tools=self.tools, tool_choice="none" if final else "auto")
 
     def first_requests(self, questions: list[Question], runs: list[int]) -> list[LLMRequest]:
-        """Every question's first turn (for batching and cost projection): it needs no search."""
-        return [self.request(q, self.opening(q), run, []) for run in runs for q in questions]
+        """Every question's first turn (for batching and cost projection), exactly as :meth:`retrieve`
+        asks it: the plain loop's needs no search; the question-first loop's holds the code's search."""
+        out = []
+        for q in questions:
+            messages, st = self.start(q)
+            out += [(run, self.request(q, messages, run, st.seen)) for run in runs]
+        return [r for _, r in sorted(out, key=lambda x: x[0])]
 
     def cost_bound(self, questions: list[Question], runs: list[int]) -> dict | None:
         """The most a run can use, from the caps (every question at its step cap and token budget;
@@ -212,14 +257,7 @@ class LoopDesign:
             query = args.get("query")
             if not isinstance(query, str) or not query.strip():
                 return "error: search needs a query (a non-empty string)", True, f"bad query {query!r}"
-            query = query.strip()[:QUERY_MAX_CHARS]
-            ids = [h.id for h in self.searcher.search(query, self.k)]
-            state.lists.append(ids)
-            state.queries.append(query)
-            shown = ids[:self.caps.search_k]
-            state.seen.extend(i for i in shown if i not in state.seen)
-            text = prompts.loop_search_result(query, [(i, self.papers[i][0] if i in self.papers else "") for i in shown])
-            return text, False, f'"{query}"{SHOWN_SEP}{", ".join(shown) or "(none)"}'
+            return self._search(query.strip()[:QUERY_MAX_CHARS], state)
         if name == "read":
             pid = args.get("paper_id")
             pid = pid.strip() if isinstance(pid, str) else pid
@@ -230,12 +268,22 @@ class LoopDesign:
             return prompts.loop_read_result(pid, title, abstract[:READ_MAX_CHARS]), False, f"{pid}: {title[:80]}"
         return f"error: unknown tool {name!r}; the tools are search and read", True, f"unknown tool {name!r}"
 
+    def _search(self, query: str, state: "_State") -> tuple[str, bool, str]:
+        """Run one search: its list kept for the fusion, its top ``search_k`` shown (the result text,
+        no error, the trace's detail: the query, then the ids shown)."""
+        ids = [h.id for h in self.searcher.search(query, self.k)]
+        state.lists.append(ids)
+        state.queries.append(query)
+        shown = ids[:self.caps.search_k]
+        state.seen.extend(i for i in shown if i not in state.seen)
+        text = prompts.loop_search_result(query, [(i, self.papers[i][0] if i in self.papers else "") for i in shown])
+        return text, False, f'"{query}"{SHOWN_SEP}{", ".join(shown) or "(none)"}'
+
     # ------------------------------------------------------------------ the loop
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
         use = LLMUse(self.llm)
-        st = _State()
-        messages = self.opening(question)
+        messages, st = self.start(question)
         added = len(self.system) + len(json.dumps(self.tools)) + sum(_chars(c) for _, c in messages)
         last_prompt = last_out = 0
         ended_by = final_by = ""
@@ -299,7 +347,7 @@ class LoopDesign:
         st.code("ranked list", f"{len(cites)} citation(s) first, then the RRF fusion of {len(st.lists)} search(es)")
         ranked = ranked_list(cites, st.lists, self.rrf_k)
         details = {"citations": cites, "invalid_citations": st.invalid, "citation_form": form, "read": st.read,
-                   "shown": st.seen,
+                   "shown": st.seen, "code_searches": st.code_searches,
                    "papers_read": len(set(st.read)), "turns": use.calls, "ended_by": ended_by,
                    "forced_final": bool(ended_by in ("step_cap", "token_budget") and final_by == "model"),
                    "final_by": final_by, "answer": (answer or "")[:500], "tool_errors": st.errors,
@@ -322,10 +370,35 @@ class LoopDesign:
         return parse_citations(reply, self.papers)
 
 
+class LoopQuestionFirstDesign(LoopDesign):
+    """The loop with the question searched first by the code (as the agent's first search is): its
+    result is the first tool result the model sees, before its first turn (see the module docstring).
+    The code's assistant turn holds only the tool_use block (no thinking block: the model wrote no
+    such turn), which the Messages API takes with thinking disabled, as the article profile runs it."""
+
+    name = QUESTION_FIRST
+    record_kind = QUESTION_FIRST
+
+    def start(self, question: Question) -> tuple[list[tuple[str, object]], "_State"]:
+        """The opening, then the code's search of the question as written, written into the
+        conversation as the loop writes the model's own calls: an assistant turn with the search call
+        (a tool_use block; the local model reads it as its JSON call) and a user turn with its result
+        (a tool_result block). The search is a code-decided step of the trace."""
+        messages, st = self.opening(question), _State()
+        call = {"id": CODE_CALL_ID, "name": "search", "input": {"query": question.text}}
+        t0 = time.perf_counter()
+        text, error, detail = self._search(question.text, st)
+        st.code("search", detail, ms=(time.perf_counter() - t0) * 1000)
+        st.code_searches += 1
+        messages += [("assistant", (tool_use_block(call),)), ("user", (tool_result_block(call["id"], text, error),))]
+        return messages, st
+
+
 class _State:
     """What one loop has gathered so far, and its trace."""
 
     def __init__(self):
+        self.code_searches = 0
         self.lists: list[list[str]] = []
         self.queries: list[str] = []
         self.read: list[str] = []

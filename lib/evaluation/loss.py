@@ -21,8 +21,9 @@ read a profile's saved complete runs (through ``lib.pipeline``) and return every
 
 The parts of the loss (MRR@10 or recall@5, means over questions, runs averaged first):
 ``loss = dense - fused = (best single - fused) + (dense - best single)``: the merge's part and the
-queries' part. For the agent and multi-query the question is one of the searches, so the best single
-list is never below dense and the merge's part is the whole loss or more. The oracle stop's gain
+queries' part. For the agent, multi-query and the question-first loop the question is one of the
+searches, so the best single list is never below dense and the merge's part is the whole loss or more;
+the (model-first) loop searches only the model's queries. The oracle stop's gain
 (``oracle stop - fused``) overlaps the merge's part: a search that should not have been made
 matters only through the fusion.
 """
@@ -37,14 +38,17 @@ import numpy as np
 import pandas as pd
 
 from ..designs import Question, Result
-from ..designs.loop import ranked_list
+from ..designs.loop import LOOP_DESIGNS, QUESTION_FIRST, model_queries, ranked_list
 from ..search.fusion import rrf
 from .failures import added_words
 from .metrics import paired_bootstrap, scores_of
 from .relevance import relevant_ids
 
-LOSS_DESIGNS = ("agent", "multiquery", "loop")
-DESIGN_WORDS = {"agent": "the agent", "multiquery": "multi-query", "loop": "the loop"}
+LOSS_DESIGNS = ("agent", "multiquery", "loop", QUESTION_FIRST)
+# designs taken apart only where some condition has a saved run of them (else left out, not listed as missing)
+OPTIONAL_DESIGNS = (QUESTION_FIRST,)
+DESIGN_WORDS = {"agent": "the agent", "multiquery": "multi-query", "loop": "the loop",
+                QUESTION_FIRST: "the question-first loop"}
 METRICS = ("recall_at_5", "mrr_at_10")
 METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 SHOWN = 5      # titles the agent is shown from each search (its prompt: ids[:5])
@@ -63,14 +67,16 @@ Search = Callable[[str], Sequence[str]]
 # --------------------------------------------------------------------------- what a design searched
 def searched_queries(result: Result) -> list[str]:
     """The queries a design searched, in order: the agent and multi-query search the question first,
-    then the model's queries; the tool-calling loop searches only the queries the model called
-    (its record keeps the question first, then its searches)."""
-    return list(result.queries[1:]) if result.design == "loop" else list(result.queries)
+    then the model's queries; the tool-calling loops' records keep the question first, then every
+    search they ran: the model-first loop's are only the queries the model called, the question-first
+    loop's begin with the code's search of the question as written."""
+    return list(result.queries[1:]) if result.design in LOOP_DESIGNS else list(result.queries)
 
 
 def written_queries(result: Result) -> list[str]:
-    """The model-written queries of a result (every design's record: the question first, then them)."""
-    return list(result.queries[1:])
+    """The model-written queries of a result (every design's record: the question first, then them;
+    the question-first loop's code search of the question is not one)."""
+    return model_queries(result) if result.design in LOOP_DESIGNS else list(result.queries[1:])
 
 
 def _covered(ids: Sequence[str], source: str) -> bool:
@@ -266,7 +272,7 @@ def _best(scored: Sequence[dict]) -> dict:
 
 def recomputed(result: Result, lists: Sequence[Sequence[str]], rrf_k: int = 60, depth: int = DEPTH) -> list[str]:
     """The design's ranked list rebuilt from the lists searched again (the loop: its citations first)."""
-    if result.design == "loop":
+    if result.design in LOOP_DESIGNS:
         return ranked_list(result.details.get("citations", []), lists, rrf_k, depth)
     return _fuse(lists, rrf_k, depth)
 
@@ -568,7 +574,7 @@ def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_D
             out.append(DesignLoss(condition, d, status="no complete run" if not_scored else "no saved run",
                                   not_scored=not_scored))
             continue
-        shown = profile.loop_search_k if d == "loop" else SHOWN
+        shown = profile.loop_search_k if d in LOOP_DESIGNS else SHOWN
         res = analyse(condition, d, complete, qs, search, profile.rrf_k, profile.agent_max_searches, shown,
                       profile.bootstrap_resamples, profile.bootstrap_seed, article)
         res.not_scored, res.dense_reproduced = not_scored, dense_same
@@ -589,7 +595,8 @@ def conditions_loss(profile, designs: Sequence[str] = LOSS_DESIGNS) -> list[Desi
             out += condition_loss(cp, cname, designs, article)
         except DataError as exc:
             out += [DesignLoss(cname, d, status=f"not read: {exc}") for d in designs]
-    return out
+    never = {d for d in OPTIONAL_DESIGNS if all(x.status == "no saved run" for x in out if x.design == d)}
+    return [x for x in out if x.design not in never]
 
 
 def status_table(losses: Sequence[DesignLoss]) -> pd.DataFrame:

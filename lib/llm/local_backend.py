@@ -94,7 +94,7 @@ def _sha256(path: Path) -> str:
 
 # context window per request kind where the default (2048 tokens) is too small: the tool-calling
 # loop's conversation grows turn by turn (its token budget bounds it well below this)
-N_CTX_BY_KIND = {"loop": 8192}
+N_CTX_BY_KIND = {"loop": 8192, "loop_question_first": 8192}
 
 
 class LocalBackend:

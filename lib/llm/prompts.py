@@ -84,8 +84,9 @@ PROMPT_DIFFERENCES = {
               "the reply first gives the number of the matching title (0 = none), constrained by a grammar; the "
               "decision and query are read from it exactly as from the article's format. Tool-calling loop (not in "
               "the article): the tools spelled out as JSON calls in the system prompt, one worked example "
-              "(search, read, answer), one JSON call a turn under a grammar that lets it read or cite only papers "
-              "its searches showed, its answer a third call."),
+              "(search, read, answer; setting loop_prompt: none, or a second one that searches twice and cites "
+              "two), one JSON call a turn under a grammar that lets it read or cite only papers its searches "
+              "showed, its answer a third call."),
 }
 
 
@@ -149,7 +150,8 @@ def loop_anthropic_system(k: int, max_steps: int) -> str:
     return LOOP_TASK.format(k=k, max_steps=max_steps) + " " + LOOP_ANSWER
 
 
-# local variant: the tools spelled out as the JSON objects the grammar allows, and one worked example
+# local variant: the tools spelled out as the JSON objects the grammar allows, and worked examples
+# (one by default; loop_prompt chooses none, one or two)
 LOOP_LOCAL_CALLS = ('Each turn, reply with exactly one JSON object:\n'
                     '{"tool": "search", "query": "<search query>"} searches the collection;\n'
                     '{"tool": "read", "paper_id": "<id>"} reads that paper\'s abstract;\n'
@@ -178,6 +180,52 @@ LOOP_EXAMPLE: tuple[tuple[str, str], ...] = (
                               "distributions, and flag failing models weeks before labels arrive.")),
     ("assistant", '{"tool": "answer", "ids": ["2601.04321"]}'),
 )
+
+
+# a second, contrasting worked example (loop_prompt "two_examples"): the first search does not show
+# the paper, the model searches again with other words, reads, and cites two papers, best first
+LOOP_EXAMPLE_SEARCH_AGAIN: tuple[tuple[str, str], ...] = (
+    ("user", LOOP_USER.format(question="Which paper speeds up long-context inference by merging similar entries of "
+                                       "the key-value cache instead of evicting them?")),
+    ("assistant", '{"tool": "search", "query": "key-value cache eviction for long-context inference"}'),
+    ("user", loop_search_result("key-value cache eviction for long-context inference", [
+        ("2601.03112", "Heavy Hitters and Attention Sinks: Which Tokens to Evict from the KV Cache"),
+        ("2601.02290", "Quantizing the Key-Value Cache to Two Bits"),
+        ("2601.04863", "Sparse Attention Kernels for Long Documents"),
+        ("2601.01646", "Position Interpolation for Longer Context Windows"),
+        ("2601.03958", "A Survey of Efficient Transformer Inference")])),
+    ("assistant", '{"tool": "search", "query": "merging similar tokens in the KV cache instead of dropping them"}'),
+    ("user", loop_search_result("merging similar tokens in the KV cache instead of dropping them", [
+        ("2601.05206", "Merge, Don't Drop: Similarity-Based Key-Value Cache Compression"),
+        ("2601.04417", "Clustering Key-Value States for Memory-Efficient Long-Context Decoding"),
+        ("2601.03112", "Heavy Hitters and Attention Sinks: Which Tokens to Evict from the KV Cache"),
+        ("2601.02733", "Token Merging for Vision Transformers"),
+        ("2601.03958", "A Survey of Efficient Transformer Inference")])),
+    ("assistant", '{"tool": "read", "paper_id": "2601.05206"}'),
+    ("user", loop_read_result("2601.05206", "Merge, Don't Drop: Similarity-Based Key-Value Cache Compression",
+                              "Evicting key-value entries loses information that long-context tasks need later. We "
+                              "instead merge each new entry into its most similar retained entry, keeping the cache "
+                              "within a fixed memory budget, and match full-cache accuracy on long-document question "
+                              "answering at a quarter of the memory.")),
+    ("assistant", '{"tool": "answer", "ids": ["2601.05206", "2601.04417"]}'),
+)
+
+# the local prompt's variants (profile setting loop_prompt, chosen on the dev set: docs/loop.md): the
+# worked examples before the question; the system prompt is the same in all three
+LOOP_PROMPTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "one_example": LOOP_EXAMPLE,                                  # search, read, answer citing one id
+    "no_example": (),                                             # the system prompt alone
+    "two_examples": LOOP_EXAMPLE + LOOP_EXAMPLE_SEARCH_AGAIN,     # and one that searches twice, cites two
+}
+LOOP_PROMPT_DEFAULT = "one_example"
+
+
+def loop_examples(prompt: str, local: bool) -> tuple[tuple[str, str], ...]:
+    """The worked examples a loop's conversation opens with: the local prompt's variant ``prompt``;
+    the Claude prompt (``local`` False) has none, so there the three variants are the same prompt."""
+    if prompt not in LOOP_PROMPTS:
+        raise ValueError(f"loop_prompt must be one of {', '.join(LOOP_PROMPTS)}, got {prompt!r}")
+    return LOOP_PROMPTS[prompt] if local else ()
 
 
 def loop_grammar(ids: list[str], final: bool = False) -> str:

@@ -19,7 +19,7 @@ SIGNAL_WORDS = {"cross_encoder": "cross-encoder", "dense": "dense", "bm25": "BM2
 DASH = "—"
 METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 # the designs whose answers come from a language model (the charts tell them apart)
-LLM_DESIGNS = ("multiquery", "agent", "agent_rerank", "escalate", "loop")
+LLM_DESIGNS = ("multiquery", "agent", "agent_rerank", "escalate", "loop", "loop_question_first")
 
 
 def _weights(profile: Any) -> Mapping[str, float]:

@@ -1,7 +1,9 @@
 """The tool-calling loop's own report (notebook 9 and the scores notebook): its measures per run
 (citation hit rate, papers read, searches, model turns, tokens, latency, how loops ended, under
 which caps), the step-through of one question's trace, model-decided steps set apart from
-code-decided ones, and the distribution of steps."""
+code-decided ones, and the distribution of steps. Each page takes the loop design it shows
+(``loop``, or ``loop_question_first``: the question searched first by the code); notebook 9 shows the
+question-first loop beside the model-first one when its runs are saved, and says so when they are not."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -11,51 +13,56 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import condition_env, shown_path
-from ..designs.loop import ENDINGS, shown_ids
+from ..designs.loop import ENDINGS, QUESTION_FIRST, code_searches, model_queries, shown_ids
 from ..evaluation.metrics import scores_of
 from ..evaluation.relevance import relevant_ids
 from ..runs import read_results, run_files
-from .display import styled, transposed
+from .display import readable, styled, transposed
 from .pages import reading
 from .plots import _save
 
 NAME = "loop"
+DESIGN_TITLES = {NAME: "the loop", QUESTION_FIRST: "the question-first loop"}
 # the loop summary's columns that are shares of questions (shown as percentages)
 LOOP_SHARES = {"citation_hit_rate", "citation_precision", "ended_stop", "ended_step_cap", "ended_token_budget",
                "ended_refusal", "ended_max_tokens", "forced_final", "final_by_code"}
 MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
 
 
-def no_run_text(profile, short: bool = False) -> str:
-    """What the page says when no loop run is saved (``short``: after the first time)."""
+def no_run_text(profile, short: bool = False, design: str = NAME) -> str:
+    """What the page says when no run of the loop design is saved (``short``: after the first time)."""
     if short:
-        return "No loop run saved yet (see above)."
+        return "No loop run saved yet (see above)." if design == NAME else f"No {design} run saved yet (see above)."
     env = condition_env(profile)
     env = f" {env}" if env else ""
+    record = (f"Record one with the local model (`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python "
+              f"scripts/run_designs.py {profile.name} {design} 1`, resumable)")
+    if design != NAME:
+        return (f"{DESIGN_TITLES[design].capitalize()} (`{design}`): not run. No run is saved in "
+                f"`{shown_path(pipeline.results_dir(profile) / design)}` for this profile and condition. {record}.")
     return (f"No loop run is saved yet in `{shown_path(pipeline.results_dir(profile) / NAME)}` for this profile and "
-            "condition, so there is nothing to show here. Record one with the local model "
-            f"(`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python scripts/run_designs.py {profile.name} loop 1`, "
-            "resumable), or try the loop with a stub model: `make notebook NB=09 PARAMS=\"-p loop_backend scripted\"` "
-            "(its results go to a variant folder).")
+            f"condition, so there is nothing to show here. {record}, or try the loop with a stub model: "
+            "`make notebook NB=09 PARAMS=\"-p loop_backend scripted\"` (its results go to a variant folder).")
 
 
-def saved_runs(profile, complete: bool = True) -> dict[int, list]:
-    """The loop's saved runs on the scored questions, by run (``complete``: only runs that answered
-    every scored question, the scores notebook's rule)."""
+def saved_runs(profile, complete: bool = True, design: str = NAME) -> dict[int, list]:
+    """A loop design's saved runs on the scored questions, by run (``complete``: only runs that
+    answered every scored question, the scores notebook's rule)."""
     qids = {q.qid for q in pipeline.scored_questions(profile)}
     out = {}
-    for path in run_files(pipeline.results_dir(profile), NAME):
+    for path in run_files(pipeline.results_dir(profile), design):
         res = [r for r in read_results(path) if r.qid in qids]
         if res and (not complete or len(res) == len(qids)):
             out[int(path.stem[3:])] = res
     return out
 
 
-def measures(results, sources: dict[str, str]) -> pd.DataFrame:
-    """One row per question and run: scores, citations against the source(s), and the loop's use."""
+def measures(results, sources: dict[str, str], design: str = NAME) -> pd.DataFrame:
+    """One row per question and run of one loop design: scores, citations against the source(s), and
+    the loop's use (``searches``: every search it ran, ``model_searches``: those the model called)."""
     rows = []
     for r in results:
-        if r.design != NAME or r.qid not in sources:
+        if r.design != design or r.qid not in sources:
             continue
         d, src = r.details, relevant_ids(sources[r.qid])
         cites = d.get("citations", [])
@@ -64,7 +71,8 @@ def measures(results, sources: dict[str, str]) -> pd.DataFrame:
                      "citation_hit": sum(s in cites for s in src) / len(src),
                      "citations": len(cites), "citation_precision": (sum(c in src for c in cites) / len(cites)
                                                                      if cites else np.nan),
-                     "papers_read": d.get("papers_read", 0), "searches": r.searches, "turns": d.get("turns", r.llm_calls),
+                     "papers_read": d.get("papers_read", 0), "searches": r.searches,
+                     "model_searches": r.searches - code_searches(r), "turns": d.get("turns", r.llm_calls),
                      "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "tokens_used": d.get("tokens_used", 0),
                      "prompt_reused": d.get("prompt_reused", 0),
                      "latency_s": r.latency_s, "ended_by": r.stop_reason, "forced_final": d.get("forced_final", False),
@@ -103,24 +111,35 @@ def caps_words(caps: dict) -> str:
             "tokens")
 
 
-def measures_page(profile) -> dict:
-    """Notebook 9: the loop's measures per complete run, with the caps it ran under."""
-    runs = saved_runs(profile)
+def prompt_of(results) -> str:
+    """The prompt variant a run ran with (``loop_prompt``; absent from the provenance at its default)."""
+    p = results[0].provenance if results else {}
+    return p.get("loop_prompt") or "one_example"
+
+
+def measures_page(profile, design: str = NAME) -> dict:
+    """Notebook 9: a loop design's measures per complete run, with the caps and prompt it ran under."""
+    runs = saved_runs(profile, design=design)
     if not runs:
-        display(Markdown(no_run_text(profile)))
+        display(Markdown(no_run_text(profile, design=design)))
         return {}
     sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
-    pq = measures([r for rs in runs.values() for r in rs], sources)
+    pq = measures([r for rs in runs.values() for r in rs], sources, design)
     table = summary(pq)
-    caps = caps_of(next(iter(runs.values())))
+    first = next(iter(runs.values()))
+    caps = caps_of(first)
     display(Markdown(f"Caps: {caps_words(caps)} (model `{caps['llm_model']}`, backend `{caps['llm_backend']}`"
-                     + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "") + ")."))
+                     + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "")
+                     + f"; prompt `{prompt_of(first)}`)."))
     display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
     row = table.mean(numeric_only=True)
     ended = ", ".join(f"{row[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS if row[f"ended_{e}"])
-    reading(f"Over {int(row.questions)} questions and {len(table)} run(s), the loop cited the source paper in "
+    title = DESIGN_TITLES.get(design, design)
+    first_search = " (the first of them the code's search of the question)" if design == QUESTION_FIRST else ""
+    reading(f"Over {int(row.questions)} questions and {len(table)} run(s), {title} cited the source paper in "
             f"{row.citation_hit_rate:.0%} of questions, with {row.citations_per_q:.2f} citations, "
-            f"{row.searches_per_q:.2f} searches, {row.papers_read_per_q:.2f} papers read and {row.turns_per_q:.2f} model "
+            f"{row.searches_per_q:.2f} searches{first_search}, {row.papers_read_per_q:.2f} papers read and "
+            f"{row.turns_per_q:.2f} model "
             f"turns per question ({row.tokens_in_per_q:,.0f} input and {row.tokens_out_per_q:,.0f} output tokens). "
             f"Loops ended: {ended or 'none'}. Its ranked list (citations first, then the fused searches) reaches "
             f"recall@5 {row.recall_at_5:.3f} and MRR@10 {row.mrr_at_10:.3f} (against dense: the reading above).")
@@ -173,11 +192,11 @@ def trace_style(frame: pd.DataFrame):
             .set_properties(subset=["who decided", "kind", "title", "detail"], **{"text-align": "left"}))
 
 
-def step_through(profile) -> dict:
+def step_through(profile, design: str = NAME) -> dict:
     """Notebook 9: one question's loop, every step, chosen by :func:`pick` from the first saved run."""
-    runs = saved_runs(profile, complete=False)
+    runs = saved_runs(profile, complete=False, design=design)
     if not runs:
-        display(Markdown(no_run_text(profile, short=True)))
+        display(Markdown(no_run_text(profile, short=True, design=design)))
         return {}
     first = min(runs)
     r = pick(runs[first])
@@ -196,7 +215,7 @@ def step_through(profile) -> dict:
 
 
 # ------------------------------------------------------------------ distribution of steps
-def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None):
+def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None, title: str = "the tool-calling loop"):
     """Three panels over every question and run: model turns per loop (dashed: the step cap),
     searches and papers read per loop, and how loops ended."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
@@ -229,20 +248,21 @@ def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None):
             ax.margins(x=0.15)
         else:
             ax.margins(y=0.15)
-    fig.suptitle("The tool-calling loop: steps per question", fontsize=10)
+    fig.suptitle(f"{title[:1].upper()}{title[1:]}: steps per question", fontsize=10)
     return _save(fig, path)
 
 
-def steps_page(profile) -> dict:
+def steps_page(profile, design: str = NAME) -> dict:
     """Notebook 9: the distribution of turns, searches, reads and endings over the complete runs."""
-    runs = saved_runs(profile)
+    runs = saved_runs(profile, design=design)
     if not runs:
-        display(Markdown(no_run_text(profile, short=True)))
+        display(Markdown(no_run_text(profile, short=True, design=design)))
         return {}
     sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
-    pq = measures([r for rs in runs.values() for r in rs], sources)
+    pq = measures([r for rs in runs.values() for r in rs], sources, design)
     caps = caps_of(next(iter(runs.values())))
-    fig = steps_chart(pq, profile.figures_dir / f"{profile.name}_loop_steps.png", caps.get("loop_max_steps"))
+    fig = steps_chart(pq, profile.figures_dir / f"{profile.name}_{design}_steps.png", caps.get("loop_max_steps"),
+                      "the tool-calling loop" if design == NAME else DESIGN_TITLES.get(design, design))
     display(fig)
     by_end = pq.groupby("ended_by").agg(loops=("qid", "count"), citation_hit_rate=("citation_hit", "mean"),
                                         turns=("turns", "mean"), tokens_used=("tokens_used", "mean")).reset_index()
@@ -251,20 +271,21 @@ def steps_page(profile) -> dict:
 
 
 # ------------------------------------------------------------------ where the source is lost
-def funnel(results, questions, baseline: dict[str, list[str]], k: int = 5) -> pd.DataFrame:
+def funnel(results, questions, baseline: dict[str, list[str]], k: int = 5, design: str = NAME) -> pd.DataFrame:
     """Per question and run, how far the loop got with the source paper: shown by one of its searches,
     read, cited; beside whether the baseline's top ``k`` (dense's saved list) held it, and the words of
-    the model's own queries against the question's."""
+    the model's own queries against the question's (the question-first loop's code search is none)."""
     qs = {q.qid: q for q in questions}
     rows = []
     for r in results:
-        if r.design != NAME or r.qid not in qs:
+        if r.design != design or r.qid not in qs:
             continue
         src, q = set(relevant_ids(qs[r.qid].source_id)), qs[r.qid]
-        own = r.queries[1:] if r.queries and r.queries[0] == q.text else r.queries
+        own = model_queries(r)
         rows.append({"run": r.run, "qid": r.qid, "baseline_top_k": bool(src & set(baseline.get(r.qid, [])[:k])),
                      "shown": bool(src & set(shown_ids(r))), "read": bool(src & set(r.details.get("read", []))),
                      "cited": bool(src & set(r.details.get("citations", []))), "searches": r.searches,
+                     "model_searches": r.searches - code_searches(r),
                      "query_words": float(np.mean([len(x.split()) for x in own])) if own else np.nan,
                      "question_words": len(q.text.split())})
     return pd.DataFrame(rows)
@@ -278,11 +299,11 @@ def funnel_table(fq: pd.DataFrame, baseline: str = "dense") -> pd.DataFrame:
     return pd.DataFrame([{"stage": name, "loops": int(fq[col].sum()), "share": fq[col].mean()} for name, col in stages])
 
 
-def lost_page(profile, baseline: str = "dense") -> dict:
+def lost_page(profile, baseline: str = "dense", design: str = NAME) -> dict:
     """Notebook 9: where the loop loses the source paper, against the baseline's saved run 1."""
-    runs = saved_runs(profile)
+    runs = saved_runs(profile, design=design)
     if not runs:
-        display(Markdown(no_run_text(profile, short=True)))
+        display(Markdown(no_run_text(profile, short=True, design=design)))
         return {}
     questions = pipeline.scored_questions(profile)
     base_files = run_files(pipeline.results_dir(profile), baseline)
@@ -290,20 +311,84 @@ def lost_page(profile, baseline: str = "dense") -> dict:
         display(Markdown(f"No saved {baseline} run to compare with."))
         return {}
     base = {r.qid: r.ranked_ids for r in read_results(base_files[0])}
-    fq = funnel([r for rs in runs.values() for r in rs], questions, base)
+    fq = funnel([r for rs in runs.values() for r in rs], questions, base, design=design)
     table = funnel_table(fq, baseline)
     display(styled(table, shares={"share"}))
-    once = (fq.searches <= 1).mean()
+    once = (fq.model_searches <= 1).mean()
+    own = (f"{once:.0%} of loops searched only once" if design == NAME else
+           f"in {(fq.model_searches == 0).mean():.0%} of loops the model made no search of its own beyond the code's")
     shown = fq[fq.shown]
     lost_at_search = (fq.baseline_top_k & ~fq.shown).mean()
     reading(f"The loop's searches showed the source for {fq.shown.mean():.0%} of loops, against "
             f"{fq.baseline_top_k.mean():.0%} for {baseline}'s top 5 on the question as written: "
             f"{lost_at_search:.0%} of loops lost a source {baseline} had found before the model read anything. "
             f"The model's own queries averaged {fq.query_words.mean():.1f} words against the question's "
-            f"{fq.question_words.mean():.1f}, and {once:.0%} of loops searched only once. Where a search showed the "
+            f"{fq.question_words.mean():.1f}, and {own}. Where a search showed the "
             f"source, the loop read it in {shown.read.mean() if len(shown) else float('nan'):.0%} and cited it in "
             f"{shown.cited.mean() if len(shown) else float('nan'):.0%} of loops.")
     return {"funnel": fq, "table": table}
+
+
+# ------------------------------------------------------------------ the question-first loop beside the loop
+def side_by_side(profile) -> pd.DataFrame:
+    """Each loop design's measures on the scored questions, one column per (design, complete run),
+    one row per measure; empty when neither has a complete run."""
+    sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
+    frames = []
+    for design in (NAME, QUESTION_FIRST):
+        runs = saved_runs(profile, design=design)
+        if runs:
+            table = summary(measures([r for rs in runs.values() for r in rs], sources, design))
+            prompt = prompt_of(next(iter(runs.values())))
+            frames.append(table.assign(run=[f"{design} ({prompt}), run {k}" for k in table.run]))
+    if not frames:
+        return pd.DataFrame()
+    both = pd.concat(frames, ignore_index=True)
+    cells = readable(both.drop(columns=["run"]), shares=LOOP_SHARES)
+    out = pd.DataFrame({"measure": list(cells.columns)})
+    for i, name in enumerate(both.run):
+        out[name] = cells.iloc[i].tolist()
+    return out
+
+
+def means_of(profile, design: str):
+    """A loop design's measures averaged over its complete runs (a row of :func:`summary`), or None."""
+    runs = saved_runs(profile, design=design)
+    if not runs:
+        return None
+    sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
+    return summary(measures([r for rs in runs.values() for r in rs], sources, design)).mean(numeric_only=True)
+
+
+def question_first_page(profile, baseline: str = "dense") -> dict:
+    """Notebook 9: the question-first loop (``loop_question_first``: the code searches the question as
+    written first) beside the model-first loop, then its own step-through, steps and funnel; when none
+    of its runs is saved, a line saying it was not run (reading only: nothing is run here)."""
+    if not saved_runs(profile, complete=False, design=QUESTION_FIRST):
+        display(Markdown(no_run_text(profile, design=QUESTION_FIRST)))
+        return {}
+    if not saved_runs(profile, design=QUESTION_FIRST):
+        display(Markdown(f"The question-first loop has runs saved part-way only (in "
+                         f"`{shown_path(pipeline.results_dir(profile) / QUESTION_FIRST)}`): not scored yet. "
+                         "One of its questions, step by step:"))
+        return {"example": step_through(profile, QUESTION_FIRST)}
+    table = side_by_side(profile)
+    display(table.style.hide(axis="index"))
+    means = {d: means_of(profile, d) for d in (NAME, QUESTION_FIRST)}
+    qf, mf = means[QUESTION_FIRST], means[NAME]
+    text = (f"Over {int(qf.questions)} questions, the question-first loop cited the source paper in "
+            f"{qf.citation_hit_rate:.0%} of questions with {qf.turns_per_q:.2f} model turns and "
+            f"{qf.searches_per_q:.2f} searches per question (one of them the code's), its ranked list at recall@5 "
+            f"{qf.recall_at_5:.3f} and MRR@10 {qf.mrr_at_10:.3f}")
+    text += (f"; the model-first loop: {mf.citation_hit_rate:.0%}, {mf.turns_per_q:.2f} turns, {mf.searches_per_q:.2f} "
+             f"searches, recall@5 {mf.recall_at_5:.3f}, MRR@10 {mf.mrr_at_10:.3f} (its complete runs; the columns "
+             "name each design's prompt)." if mf is not None else "; the model-first loop has no complete run here.")
+    reading(text)
+    out = {"side_by_side": table, "means": means}
+    out["example"] = step_through(profile, QUESTION_FIRST)
+    out["steps"] = steps_page(profile, QUESTION_FIRST)
+    out["lost"] = lost_page(profile, baseline, QUESTION_FIRST)
+    return out
 
 
 # ------------------------------------------------------------------ the scores notebook

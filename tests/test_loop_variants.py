@@ -1,0 +1,372 @@
+"""The tool-calling loop's prompt variants (``loop_prompt``) and the question-first loop
+(``loop_question_first``): the opening of each variant in both prompt styles, the question-first
+loop with the scripted stub over a small collection (fixed lists), as Claude's API receives it
+(the SDK over a scripted transport), its caps and its record; provenance and record checks unchanged
+for ``one_example``; the loss and report code reading it; and the dev-set choice rule
+(``lib.evaluation.loop_selection``) on hand-made tables. No model, no embedder."""
+import json
+from types import SimpleNamespace
+
+import httpx2
+import pytest
+
+from lib import pipeline
+from lib.config import ROOT, load_profile
+from lib.designs import REGISTRY, Question, Result, design_names
+from lib.designs.loop import (CODE_CALL_ID, LoopDesign, LoopQuestionFirstDesign, code_searches, model_queries,
+                              ranked_list)
+from lib.errors import DataError, ProfileError
+from lib.evaluation import loop_selection as sel
+from lib.evaluation import loss
+from lib.llm import RecordedLLM, RecordStore, prompts
+from lib.llm.anthropic_backend import AnthropicBackend
+from lib.llm.stubs import ScriptedLoopModel, StubLLM
+from lib.llm.tools import chat_messages, json_call_text
+from lib.runs import RecordCheck, inputs_key, read_results
+from tests.fakes import ListSearcher, mock_sdk_client, reply_body
+
+PAPERS = {f"2607.{i:05d}": (f"Title {i}", f"Abstract of paper {i}.") for i in range(1, 13)}
+IDS = list(PAPERS)
+Q = Question("q001", "Which paper allocates a rollout budget by information gain?", IDS[2])
+LISTS = {Q.text: [IDS[2], IDS[0], IDS[5], IDS[1], IDS[7], IDS[3], IDS[9]],
+         "budgeted rollouts": [IDS[4], IDS[2], IDS[6], IDS[8], IDS[10], IDS[11]]}
+
+
+class Spy:
+    """Passes requests to a model and keeps them."""
+
+    def __init__(self, inner):
+        self.inner, self.requests, self.name, self.model = inner, [], inner.name, inner.model
+
+    def complete(self, request):
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+
+def make(cls=LoopDesign, style="local", prompt="one_example", **caps):
+    from lib.designs.loop import Caps
+
+    llm = Spy(StubLLM(ScriptedLoopModel()))
+    return cls(ListSearcher(LISTS), llm, PAPERS, style, Caps(**caps), k=50, prompt=prompt), llm
+
+
+# ------------------------------------------------------------------------------ the prompt variants
+def test_each_prompt_variant_opens_with_its_worked_examples_and_claude_gets_none():
+    ask = ("user", f"Question: {Q.text}")
+    local = {p: make(prompt=p)[0].opening(Q) for p in prompts.LOOP_PROMPTS}
+    assert local["one_example"] == list(prompts.LOOP_EXAMPLE) + [ask]
+    assert local["no_example"] == [ask]
+    assert local["two_examples"] == list(prompts.LOOP_EXAMPLE) + list(prompts.LOOP_EXAMPLE_SEARCH_AGAIN) + [ask]
+    for p in prompts.LOOP_PROMPTS:  # Claude's prompt has no worked example: the three are one prompt
+        d, _ = make(style="anthropic", prompt=p)
+        assert d.opening(Q) == [ask] and d.system == make(style="anthropic")[0].system
+    assert len({make(prompt=p)[0].system for p in prompts.LOOP_PROMPTS}) == 1  # the system prompt is shared
+    with pytest.raises(ValueError, match="loop_prompt must be one of"):
+        make(prompt="three_examples")
+
+
+def test_the_second_example_searches_twice_reads_and_cites_two_ids_best_first():
+    ex = prompts.LOOP_EXAMPLE_SEARCH_AGAIN
+    assert [role for role, _ in ex] == ["user", "assistant"] * 4
+    calls = [json.loads(text) for role, text in ex if role == "assistant"]
+    assert [c["tool"] for c in calls] == ["search", "search", "read", "answer"]
+    assert calls[0]["query"] != calls[1]["query"]
+    results = [text for role, text in ex[1:] if role == "user"]
+    first, second = results[0], results[1]
+    cited = calls[3]["ids"]
+    assert len(cited) == 2 and cited[0] == calls[2]["paper_id"]
+    assert not any(f"[{i}]" in first for i in cited)          # the first search missed the paper
+    assert all(f"[{i}]" in second for i in cited)             # the second showed both, best first
+    assert second.index(f"[{cited[0]}]") < second.index(f"[{cited[1]}]")
+    assert results[2].startswith(f"[{cited[0]}] ")            # the read result, as the read tool writes it
+    # in the format of the first example: the tool results as the tools write them, calls as JSON calls
+    assert first == prompts.loop_search_result(calls[0]["query"], _hits(first))
+    assert ex[0][1].startswith("Question: ") and prompts.LOOP_EXAMPLE[0][1].startswith("Question: ")
+
+
+def _hits(text):
+    out = []
+    for line in text.splitlines()[1:]:
+        pid, title = line.split("] ", 1)
+        out.append((pid.split("[", 1)[1], title))
+    return out
+
+
+def test_the_first_request_of_every_variant_is_what_the_loop_asks():
+    for cls in (LoopDesign, LoopQuestionFirstDesign):
+        for style in ("local", "anthropic"):
+            for p in prompts.LOOP_PROMPTS:
+                d, llm = make(cls, style, p)
+                first = d.first_requests([Q], [1, 2])
+                d.retrieve(Q, run=1)
+                assert first[0].key() == llm.requests[0].key() and [r.run for r in first] == [1, 2]
+
+
+# ------------------------------------------------------------------------------ the question-first loop
+@pytest.mark.parametrize("style", ["local", "anthropic"])
+def test_question_first_opens_with_the_codes_search_as_a_tool_exchange(style):
+    d, _ = make(LoopQuestionFirstDesign, style)
+    messages, st = d.start(Q)
+    top = LISTS[Q.text][:5]
+    result = prompts.loop_search_result(Q.text, [(i, PAPERS[i][0]) for i in top])
+    opening = d.opening(Q)
+    assert messages[:len(opening)] == opening
+    assert messages[len(opening):] == [
+        ("assistant", ({"type": "tool_use", "id": CODE_CALL_ID, "name": "search", "input": {"query": Q.text}},)),
+        ("user", ({"type": "tool_result", "tool_use_id": CODE_CALL_ID, "content": result},))]
+    assert (st.lists, st.queries, st.seen) == ([LISTS[Q.text]], [Q.text], top)
+    assert [(s["kind"], s["decided_by"], s["title"]) for s in st.trace] == [("code", "code", "search")]
+    if style == "local":  # as the local model reads it: its own JSON call, then the tool's text
+        rendered = chat_messages(d.system, messages)[-2:]
+        assert rendered == [{"role": "assistant", "content": json_call_text("search", {"query": Q.text})},
+                            {"role": "user", "content": result}]
+        # exactly as the model-first loop writes its own search turn
+        plain, llm = make(LoopDesign, style)
+        plain.retrieve(Q)
+        own = chat_messages(plain.system, llm.requests[1].messages)[-2:]
+        assert own == rendered
+
+
+@pytest.mark.parametrize("style", ["local", "anthropic"])
+def test_question_first_with_the_scripted_stub_reads_and_cites_in_two_turns(style):
+    d, llm = make(LoopQuestionFirstDesign, style)
+    r = d.retrieve(Q, run=2)
+    top = LISTS[Q.text]
+    assert (r.design, r.stop_reason, r.llm_calls, r.searches, r.run) == ("loop_question_first", "stop", 2, 1, 2)
+    assert r.queries == [Q.text, Q.text] and model_queries(r) == [] and code_searches(r) == 1
+    assert r.details["citations"] == [top[0]] and r.details["read"] == [top[0]] and r.details["turns"] == 2
+    assert r.details["code_searches"] == 1 and r.details["shown"] == top[:5]
+    assert r.ranked_ids == ranked_list([top[0]], [top])  # the loop's rule, the question's list among the searches
+    assert [(s["kind"], s["decided_by"], s["title"]) for s in r.trace] == [
+        ("code", "code", "search"), ("model", "model", "calls read"), ("code", "model", "read"),
+        ("model", "model", "answer"), ("code", "code", "ranked list")]
+    assert r.trace[0]["detail"] == f'"{Q.text}" -> ' + ", ".join(top[:5])
+    assert all(req.kind == "loop_question_first" and req.tool_choice == "auto" for req in llm.requests)
+    if style == "local":  # the first turn may already read what the code's search showed
+        assert llm.requests[0].grammar.startswith("root ::= search | read | answer") and top[0] in llm.requests[0].grammar
+
+
+def test_the_codes_search_takes_no_model_turn_but_its_tokens_count():
+    qf, _ = make(LoopQuestionFirstDesign, max_steps=2)
+    plain, _ = make(LoopDesign, max_steps=2)
+    a, b = qf.retrieve(Q), plain.retrieve(Q)
+    assert (a.stop_reason, a.llm_calls, a.details["read"]) == ("step_cap", 2, [LISTS[Q.text][0]])  # read, then answer
+    assert (b.stop_reason, b.llm_calls, b.details["read"]) == ("step_cap", 2, [])  # its first turn was the search
+    # the budget: the code's search is in the first prompt; with no room even for the answer, the loop
+    # makes no call, cites nothing, and the question's own list still ranks
+    first_qf, first_plain = qf.first_requests([Q], [1])[0], plain.first_requests([Q], [1])[0]
+    assert len(json.dumps(first_qf.messages)) > len(json.dumps(first_plain.messages))
+    tiny, llm = make(LoopQuestionFirstDesign, max_tokens=1000)
+    r = tiny.retrieve(Q)
+    assert (r.stop_reason, r.details["final_by"], r.llm_calls, llm.requests) == ("token_budget", "code", 0, [])
+    assert r.ranked_ids == LISTS[Q.text] and r.searches == 1
+    # at a budget where the plain loop still makes its first turn, the question-first one may not
+    seen = {(make(LoopDesign, max_tokens=t)[0].retrieve(Q).llm_calls > 0,
+             make(LoopQuestionFirstDesign, max_tokens=t)[0].retrieve(Q).llm_calls > 0) for t in range(1000, 5000, 20)}
+    assert (True, False) in seen and (False, True) not in seen
+
+
+def test_question_first_as_claudes_api_receives_it(tmp_path):
+    seen = []
+
+    def handler(request):
+        seen.append(json.loads(request.content))
+        return httpx2.Response(200, json=reply_body("loop_answer"))
+
+    papers = {"2607.06223": ("Information-Gain Rollout Allocation", "We allocate rollouts ..."),
+              **{f"2607.1000{i}": (f"Other paper {i}", "Other abstract.") for i in range(5)}}
+    q = Question("q002", "How should LLM search agents spend a limited rollout budget?", "2607.06223")
+    lists = {q.text: ["2607.10000", "2607.06223", "2607.10001", "2607.10002", "2607.10003", "2607.10004"]}
+    backend = AnthropicBackend("claude-haiku-5-5", client=mock_sdk_client(handler))
+    llm = RecordedLLM(backend, RecordStore(tmp_path), backend_name="anthropic", model="claude-haiku-5-5")
+    r = LoopQuestionFirstDesign(ListSearcher(lists), llm, papers, "anthropic").retrieve(q)
+    (sent,) = seen
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
+    assert sent["messages"][0] == {"role": "user", "content": f"Question: {q.text}"}
+    call = sent["messages"][1]["content"][0]
+    assert call == {"type": "tool_use", "id": CODE_CALL_ID, "name": "search", "input": {"query": q.text}}
+    result = sent["messages"][2]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == call["id"]
+    assert result["content"].splitlines()[2] == "2. [2607.06223] Information-Gain Rollout Allocation"
+    assert (r.llm_calls, r.searches, r.details["citations"]) == (1, 1, ["2607.06223"])
+    assert (tmp_path / "loop_question_first.jsonl").exists()  # its own record kind
+
+
+def test_the_question_first_loop_is_registered_after_the_loop():
+    assert REGISTRY["loop_question_first"] is LoopQuestionFirstDesign and issubclass(LoopQuestionFirstDesign, LoopDesign)
+    assert design_names().index("loop_question_first") == design_names().index("loop") + 1
+    assert LoopQuestionFirstDesign.settings == LoopDesign.settings and LoopQuestionFirstDesign.uses_llm
+    assert LoopQuestionFirstDesign.record_kind == "loop_question_first" != LoopDesign.record_kind
+    from lib.llm.local_backend import N_CTX_BY_KIND
+
+    assert N_CTX_BY_KIND["loop_question_first"] == N_CTX_BY_KIND["loop"]
+
+
+# ------------------------------------------------------------------------------ the setting and provenance
+def test_loop_prompt_is_a_setting_of_every_profile_at_one_example():
+    import yaml
+
+    for name in ("offline", "pilot", "dev", "article"):
+        raw = yaml.safe_load((ROOT / "profiles" / f"{name}.yaml").read_text())
+        assert raw["loop_prompt"] == "one_example" and load_profile(name).loop_prompt == "one_example"
+    with pytest.raises(ProfileError, match="loop_prompt"):
+        load_profile("offline", loop_prompt="three_examples")
+    other = load_profile("offline", loop_prompt="no_example")
+    assert other.results_dir.parent == load_profile("offline").results_dir / "variants"
+    assert load_profile("offline", loop_prompt="one_example").overrides == {}  # the default: the shipped folder
+
+
+def test_from_parts_takes_the_prompt_and_the_profile_chooses_it():
+    for prompt in prompts.LOOP_PROMPTS:
+        p = load_profile("pilot", loop_prompt=prompt, loop_backend="scripted")
+        parts = SimpleNamespace(profile=p, prompt_style=lambda: "local", searcher=ListSearcher(LISTS),
+                                papers=[{"id": i, "title": t, "abstract": a} for i, (t, a) in PAPERS.items()])
+        for cls in (LoopDesign, LoopQuestionFirstDesign):
+            d = cls.from_parts(parts, {})
+            assert d.prompt == prompt and d.examples == prompts.LOOP_PROMPTS[prompt]
+
+
+@pytest.fixture(scope="module")
+def offline_parts():
+    cfg = load_profile("offline")
+    return cfg, pipeline.ProfileParts(cfg, progress=False)
+
+
+def test_loop_prompt_enters_the_provenance_only_away_from_one_example(offline_parts):
+    cfg, parts = offline_parts
+    prov = pipeline.design_provenance(cfg, "loop", parts)
+    assert "loop_prompt" not in prov
+    other = load_profile("offline", loop_prompt="two_examples")
+    for name in ("loop", "loop_question_first"):
+        assert pipeline.design_provenance(other, name, parts)["loop_prompt"] == "two_examples"
+        assert "loop_prompt" not in pipeline.design_provenance(cfg, name, parts)
+    assert "loop_prompt" not in pipeline.design_provenance(other, "agent", parts)  # the loops' setting only
+    # every saved loop keeps its inputs key: the key its provenance gives now is the one saved
+    path = pipeline.results_dir(cfg) / "loop" / "run1.jsonl"
+    if not path.exists():
+        pytest.skip("no saved loop run here")
+    qs = {q.qid: q for q in pipeline.question_set(cfg, parts.papers)}
+    saved = read_results(path)[:20]
+    assert saved and all(r.inputs == inputs_key("loop", 1, qs[r.qid], prov) for r in saved)
+    assert all(r.inputs != inputs_key("loop", 1, qs[r.qid], pipeline.design_provenance(other, "loop", parts))
+               for r in saved)
+
+
+def test_the_record_check_accepts_saved_loops_and_refuses_them_for_another_prompt(offline_parts, tmp_path):
+    cfg, parts = offline_parts
+    assert pipeline.expected_settings(cfg, "loop")["loop_prompt"] is None
+    assert "loop_prompt" not in pipeline.expected_settings(cfg, "agent")
+    other = load_profile("offline", loop_prompt="no_example")
+    assert pipeline.expected_settings(other, "loop_question_first")["loop_prompt"] == "no_example"
+    q = Question("q1", "q?", "p1")
+    prov = pipeline.design_provenance(cfg, "loop", parts)
+    r = Result("q1", "loop", 1, ["p1"], 1, ["q?", "q?"], 0.0, provenance=prov)
+    r.inputs = inputs_key("loop", 1, q, prov)
+    digests = {k: prov[k] for k in ("collection_digest", "questions_digest")}
+    now = RecordCheck({"q1": q}, frozenset({"p1"}), digests, {"loop": pipeline.expected_settings(cfg, "loop")})
+    now.check(tmp_path / "run1.jsonl", 1, r, "loop", 1)  # passes
+    later = RecordCheck({"q1": q}, frozenset({"p1"}), digests, {"loop": pipeline.expected_settings(other, "loop")})
+    with pytest.raises(DataError, match="provenance.loop_prompt"):
+        later.check(tmp_path / "run1.jsonl", 1, r, "loop", 1)
+
+
+# ------------------------------------------------------------------------------ the loss and the report
+def qf_result(cites=("c",)):
+    return Result("l1", "loop_question_first", 1, ["c", "a", "s"], 2, ["L1", "L1", "model query"], 0.0,
+                  details={"citations": list(cites), "code_searches": 1, "read": [], "shown": ["a", "s"]})
+
+
+def test_the_loss_reads_the_question_first_loop_as_searching_the_question_first():
+    r = qf_result()
+    assert loss.searched_queries(r) == ["L1", "model query"] and loss.written_queries(r) == ["model query"]
+    assert loss.recomputed(r, [["a", "s"], ["s", "b"]]) == ranked_list(["c"], [["a", "s"], ["s", "b"]])
+    old = Result("l1", "loop_question_first", 1, ["c"], 2, ["L1", "L1", "x"], 0.0, details={"citations": ["c"]})
+    assert model_queries(old) == ["x"]  # from the design name when the record has no count
+    assert "loop_question_first" in loss.LOSS_DESIGNS and loss.DESIGN_WORDS["loop_question_first"]
+
+
+def test_the_question_first_loop_is_left_out_of_the_loss_where_it_never_ran(monkeypatch):
+    ran = {"b"}
+
+    def fake(cp, cname, designs, article):
+        return [loss.DesignLoss(cname, d, status="" if (d != "loop_question_first" or cname in ran) else
+                                "no saved run") for d in designs]
+
+    monkeypatch.setattr(pipeline, "condition_profiles", lambda p: {"a": p, "b": p})
+    monkeypatch.setattr(loss, "condition_loss", fake)
+    monkeypatch.setattr(loss, "article_search_use", lambda: {})
+    assert sum(x.design == "loop_question_first" for x in loss.conditions_loss(None)) == 2  # ran in b: both named
+    ran.clear()
+    assert {x.design for x in loss.conditions_loss(None)} == {"agent", "multiquery", "loop"}
+
+
+def test_the_report_funnel_counts_only_the_models_own_queries():
+    from lib.report.loop import funnel, measures
+
+    q = Question("l1", "L1", "a")
+    fq = funnel([qf_result()], [q], {"l1": ["a"]}, design="loop_question_first")
+    assert fq.shown.tolist() == [True] and fq.model_searches.tolist() == [1] and fq.query_words.tolist() == [2.0]
+    assert funnel([qf_result()], [q], {"l1": ["a"]}).empty  # the model-first loop's page reads only its own
+    pq = measures([qf_result(["a"])], {"l1": "a"}, design="loop_question_first")
+    assert pq.citation_hit.tolist() == [1.0] and pq.searches.tolist() == [2] and pq.model_searches.tolist() == [1]
+
+
+# ------------------------------------------------------------------------------ the dev-set choice
+def arm(hit, turns, mrr=0.5, n=10):
+    return {"citation_hit_rate": hit, "turns_mean": turns, "mrr_at_10": mrr, "questions": n}
+
+
+def test_the_highest_citation_hit_rate_wins_when_nothing_is_near_it():
+    table = {"loop:one_example": arm(0.60, 3.0), "loop:no_example": arm(0.70, 4.0),
+             "loop_question_first:one_example": arm(0.50, 2.0)}
+    c = sel.choose(table)
+    assert (c["arm"], c["design"], c["loop_prompt"], c["best_arm"]) == ("loop:no_example", "loop", "no_example",
+                                                                        "loop:no_example")
+    assert c["within_tie"] == ["loop:no_example"]
+
+
+def test_within_the_tie_fewer_model_turns_win_then_hit_rate_mrr_and_the_arms_order():
+    c = sel.choose({"loop:one_example": arm(0.80, 3.0), "loop_question_first:one_example": arm(0.78, 2.0),
+                    "loop:two_examples": arm(0.779, 1.0)})  # 0.02 below the best is in, below that is out
+    assert c["arm"] == "loop_question_first:one_example" and c["best_arm"] == "loop:one_example"
+    assert "fewer model turns" in c["why"]
+    assert c["within_tie"] == ["loop:one_example", "loop_question_first:one_example"]
+    # equal turns: the higher citation hit rate; then the higher MRR@10; then the order of ARMS
+    assert sel.choose({"loop:one_example": arm(0.80, 3.0), "loop:no_example": arm(0.79, 3.0)})["arm"] == \
+        "loop:one_example"
+    assert sel.choose({"loop:one_example": arm(0.80, 3.0, 0.6), "loop:no_example": arm(0.80, 3.0, 0.7)})["arm"] == \
+        "loop:no_example"
+    assert sel.choose({"loop_question_first:no_example": arm(0.8, 3.0), "loop:two_examples": arm(0.8, 3.0)})["arm"] \
+        == "loop:two_examples"
+
+
+def test_no_choice_while_an_arm_is_incomplete_naming_it_and_what_it_misses():
+    sources = {f"d{i:03d}": f"p{i}" for i in range(5)}
+
+    def results(qids, cite=True):
+        return [Result(q, "loop", 1, [sources[q]], 1, [q, q], 0.0, llm_calls=3,
+                       details={"citations": [sources[q]] if cite else [], "turns": 3, "read": [sources[q]]})
+                for q in qids]
+
+    arms = {a: results(sources) for a in sel.ARMS}
+    arms["loop:two_examples"] = results(list(sources)[:3])
+    del arms["loop_question_first:no_example"]
+    with pytest.raises(sel.IncompleteArms, match=r"loop:two_examples misses 2 of 5 questions; "
+                                                 r"loop_question_first:no_example misses 5 of 5"):
+        sel.select(arms, sources)
+    arms["loop:two_examples"] = results(sources)
+    arms["loop_question_first:no_example"] = results(sources, cite=False)
+    out = sel.select(arms, sources)
+    assert out["choice"]["arm"] == "loop:one_example"  # all level but one: the order of ARMS
+    m = out["arms"]["loop_question_first:no_example"]
+    assert (m["questions"], m["citation_hit_rate"], m["recall_at_5"], m["turns_mean"]) == (5, 0.0, 1.0, 3.0)
+    assert m["distributions"] == {"turns": {"3": 5}, "searches": {"1": 5}, "reads": {"1": 5}}
+
+
+def test_arms_are_named_design_colon_prompt_and_checked():
+    assert len(sel.ARMS) == 6 and sel.ARMS[0] == "loop:one_example"
+    assert sel.parse_arms("all") == list(sel.ARMS)
+    assert sel.parse_arms("loop_question_first:one_example, loop:no_example") == [
+        "loop:no_example", "loop_question_first:one_example"]
+    with pytest.raises(ValueError, match="unknown arm"):
+        sel.parse_arms("loop:three_examples")
