@@ -25,10 +25,24 @@ from .search.embedder import Embedder
 
 # --------------------------------------------------------------------------- data
 def collection(profile: Profile) -> list[dict]:
+    """The drawn collection's rows, read (and checked) once a process while its file is unchanged
+    (the same path, size, inode and modification time): a report reads it for every design and condition."""
     path = profile.data_dir / "collection.jsonl"
     if not path.exists():
         raise DataError(f"{path}: no collection yet; run notebook 01 (make notebook NB=01)")
-    return read_collection(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_ino, st.st_mtime_ns)
+    if key not in _COLLECTIONS:
+        if len(_COLLECTIONS) >= _KEPT_COLLECTIONS:
+            _COLLECTIONS.pop(next(iter(_COLLECTIONS)))
+        _COLLECTIONS[key] = read_collection(path)
+    return _COLLECTIONS[key]
+
+
+# the collections as last read, by file (path, size, inode, modification time), and the digests taken of them
+_COLLECTIONS: dict[tuple, list[dict]] = {}
+_KEPT_COLLECTIONS = 8
+_DIGESTS: dict[int, tuple[list[dict], str]] = {}
 
 
 def search_papers(profile: Profile) -> list[dict]:
@@ -114,8 +128,17 @@ def collection_digest(papers: list[dict]) -> str:
     kept = next((d for rows, d in _SNAPSHOT_PAPERS.values() if rows is papers), None)
     if kept is not None:  # the snapshot's papers as read: their digest was taken then
         return kept
-    return digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
-                   for p in papers])
+    cached = any(rows is papers for rows in _COLLECTIONS.values())
+    if cached and id(papers) in _DIGESTS and _DIGESTS[id(papers)][0] is papers:  # a collection as read, digested
+        return _DIGESTS[id(papers)][1]
+    value = digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
+                    for p in papers])
+    if cached:
+        live = {id(rows) for rows in _COLLECTIONS.values()}
+        for k in [k for k in _DIGESTS if k not in live]:
+            del _DIGESTS[k]
+        _DIGESTS[id(papers)] = (papers, value)
+    return value
 
 
 def questions_digest(questions: list[Question]) -> str:

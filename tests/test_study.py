@@ -120,7 +120,7 @@ def test_per_question_scores_graded_judgements():
 
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
 def test_the_worked_example_runs_end_to_end_through_make_study():
-    """`make study DOCS=examples/beir-dev` at pilot size (20 questions): every notebook runs and the
+    """`make study DOCS=examples/beir-dev` at test size (its first 10 questions): every notebook runs and the
     index tells the truth about the study; the LLM designs replay the example's recorded calls (made
     once with the local model); the shipped study stays byte-identical."""
     name = "beir-dev-test"
@@ -131,20 +131,20 @@ def test_the_worked_example_runs_end_to_end_through_make_study():
         if EXAMPLE_RECORDS.exists():  # the example's recorded calls, as a rerun of the study would find them
             shutil.copytree(EXAMPLE_RECORDS, folder / "results" / "llm_records")
         done = subprocess.run(["make", "--no-print-directory", "study", f"DOCS={EXAMPLE.relative_to(ROOT)}",
-                               f"NAME={name}", "SET=question_limit=20 chunk_documents=false llm_backend=replay"],
+                               f"NAME={name}", "SET=question_limit=10 chunk_documents=false llm_backend=replay"],
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         index = (folder / "results" / "report" / "index.html").read_text(encoding="utf-8")
         assert "This study" in index and "examples/beir-dev" in index and "2,000" in index
         assert "the article:" not in index and "What differs from the article" not in index
-        assert "20 questions" in index
+        assert "10 questions" in index
         assert (folder / "results" / "report" / "12_why.html").exists()
         # the same papers and questions searched the same way: dense ranks exactly as the shipped dev run
         from lib.runs import read_results
 
         ours = {r.qid: r.ranked_ids for r in read_results(folder / "results" / "dense" / "run1.jsonl")}
         dev = {r.qid: r.ranked_ids for r in read_results(ROOT / "results" / "dev" / "dense" / "run1.jsonl")}
-        assert len(ours) == 20 and all(ours[q] == dev[q] for q in ours)
+        assert len(ours) == 10 and all(ours[q] == dev[q] for q in ours)
         assert checksums() == before
     finally:
         shutil.rmtree(folder, ignore_errors=True)
