@@ -58,8 +58,11 @@ question_limit = None   # e.g. 50: the first 50 scored questions of every condit
 import pandas as pd
 from IPython.display import Markdown, display
 
+from lib import pipeline
 from lib.config import notebook_profile
 from lib.evaluation import loss
+from lib.io import write_text
+from lib.report.index_page import LOSS_ACCOUNT
 from lib.report.pages import open_page, reading
 
 cfg = notebook_profile(globals())
@@ -213,6 +216,8 @@ reading(model_size.axis_reading(sizes, published, names=design_namer(cfg)))
 # queries that ranked the source worse and better than the question.
 
 # %%
+# the MRR@10 account is saved with the results: the report's index says per condition which part accounts for the loss
+write_text(pipeline.results_dir(cfg) / LOSS_ACCOUNT, loss.account_table(losses, "mrr_at_10").to_csv(index=False))
 for metric in loss.METRICS:
     acc = loss.account_table(losses, metric)
     if acc.empty:

@@ -107,3 +107,24 @@ def test_queries_are_embedded_by_the_model_once_per_answer(minilm_embedder, tmp_
     qs = [Question("q1", "protein folding", "p2", "plain"), Question("q2", q, "p1", "plain")]
     run_designs([DenseDesign(s), second], qs, 1, tmp_path, progress=False, before_each=s.forget_queries)
     assert sorted(emb.encoded) == sorted(["protein folding"] * 2 + [q] * 2)  # each design embeds each question
+
+
+def test_the_per_condition_answer_says_which_part_accounts_for_the_agents_loss():
+    """From the loss notebook's saved account (MRR@10): the merge's part, the queries' part, the oracle stop."""
+    import pandas as pd
+
+    from lib.report.index_page import why_words
+
+    acc = pd.DataFrame([{"condition": "full questions", "design": "agent", "loss": 0.046, "merge_part": 0.060,
+                         "queries_part": -0.014, "merge_share": 1.30, "queries_share": -0.30, "stop_part": 0.021,
+                         "worse_share": 0.41, "better_share": 0.22},
+                        {"condition": "short questions", "design": "agent", "loss": 0.040, "merge_part": 0.010,
+                         "queries_part": 0.030, "merge_share": 0.25, "queries_share": 0.75, "stop_part": 0.0,
+                         "worse_share": 0.5, "better_share": 0.1}])
+    full = why_words(acc, "full questions")
+    assert "MRR@10 -0.046 against dense" in full and "the merge accounts for all of it" in full
+    assert "0.014 above dense" in full and "costs 0.060" in full and "+0.021" in full and "41%" in full
+    short = why_words(acc, "short questions")
+    assert "the merge accounts for 25% (0.010) and its queries for 75% (0.030)" in short
+    assert why_words(acc, "two-part questions") == "" and why_words(pd.DataFrame(), "full questions") == ""
+    assert why_words(acc.assign(loss=-0.01), "full questions") == ""  # no loss, nothing to account for

@@ -402,9 +402,46 @@ def cost_html(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDITION) 
     return _table_html(pd.DataFrame(rows).fillna(""))
 
 
-def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:
-    """Per condition, in words: does any design beat dense, and by how much (generated)."""
+LOSS_ACCOUNT = "loss_account.csv"  # page 12's account of each LLM design's MRR@10 loss, per condition (saved data)
+
+
+def loss_account(results_dir: Path) -> pd.DataFrame:
+    """The saved account of the LLM designs' losses (written by the loss notebook); empty when none."""
+    path = Path(results_dir) / LOSS_ACCOUNT
+    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+
+def why_words(accounts: pd.DataFrame, condition: str, design: str = "agent",
+              names: Callable[[str], str] | None = None) -> str:
+    """Which part accounts for a design's MRR@10 loss in one condition, with its numbers (from the saved
+    account: the merge's part, best single list − fused; the queries' part, dense − best single list;
+    the gain of an oracle stop over the same queries); empty when not analysed or no loss."""
+    name = (names or (lambda d: d))(design)
+    if accounts.empty:
+        return ""
+    row = accounts[(accounts.condition == condition) & (accounts.design == design)]
+    if row.empty or not round(float(row.iloc[0].loss), 3) > 0:
+        return ""
+    r = row.iloc[0]
+    if r.queries_part <= 0:
+        part = (f"the merge accounts for all of it: the best single list among its own searches is "
+                f"{-r.queries_part:.3f} above dense, and fusing them costs {r.merge_part:.3f}")
+    elif r.merge_part <= 0:
+        part = f"its queries account for all of it ({r.queries_part:.3f}); the merge costs nothing"
+    else:
+        part = (f"the merge accounts for {r.merge_share:.0%} ({r.merge_part:.3f}) and its queries for "
+                f"{r.queries_share:.0%} ({r.queries_part:.3f})")
+    return (f". Why {name} loses here (MRR@10 {-r.loss:+.3f} against dense, page 12): {part}; stopping exactly when the source was "
+            f"shown would change it by {r.stop_part:+.3f}, and {r.worse_share:.0%} of its new queries ranked the "
+            f"source worse than the question, {r.better_share:.0%} better")
+
+
+def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = None,
+                     accounts: pd.DataFrame | None = None) -> str:
+    """Per condition, in words: does any design beat dense, and by how much, and (where the loss
+    notebook has taken it apart) which part accounts for the agent's loss (generated)."""
     name = names or (lambda d: d)
+    accounts = accounts if accounts is not None else pd.DataFrame()
     out = []
     for c, g in table.groupby("condition", sort=False):
         g = g[g.questions.fillna(0) > 0]
@@ -418,6 +455,7 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
         text = f"<b>{html.escape(c)}</b> ({n} questions; dense misses {misses} at 5): "
         text += ("measurably better than dense: " + "; ".join(wins) if wins else "no design is measurably better than dense")
         text += worth_its_cost(g, name)
+        text += html.escape(why_words(accounts, c, "agent", name))
         missing = [name(r.design) for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
         if missing:
             text += f" (not yet scored here: {', '.join(missing)}, runs stopped part-way)"
@@ -710,7 +748,7 @@ when the report is built.</p>
 range that excludes 0 is a difference the question sample alone would not produce.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
 {scores_html(table, cfg) if not table.empty else "<p>No scored runs yet.</p>"}
-<h3>Per condition, in words</h3>{condition_answer(table, name) if not table.empty else ""}
+<h3>Per condition, in words</h3>{condition_answer(table, name, loss_account(results_dir)) if not table.empty else ""}
 {power_html(Path(results_dir))}
 {extra}
 <h2>Why the agent wins or loses</h2>
