@@ -62,7 +62,7 @@ from lib import pipeline
 from lib.config import notebook_profile
 from lib.evaluation import loss
 from lib.io import write_text
-from lib.report.index_page import LOSS_ACCOUNT
+from lib.report import index_page
 from lib.report.pages import open_page, reading
 
 cfg = notebook_profile(globals())
@@ -217,7 +217,7 @@ reading(model_size.axis_reading(sizes, published, names=design_namer(cfg)))
 
 # %%
 # the MRR@10 account is saved with the results: the report's index says per condition which part accounts for the loss
-write_text(pipeline.results_dir(cfg) / LOSS_ACCOUNT, loss.account_table(losses, "mrr_at_10").to_csv(index=False))
+write_text(pipeline.results_dir(cfg) / index_page.LOSS_ACCOUNT, loss.account_table(losses, "mrr_at_10").to_csv(index=False))
 for metric in loss.METRICS:
     acc = loss.account_table(losses, metric)
     if acc.empty:

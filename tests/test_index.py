@@ -122,7 +122,7 @@ def test_the_per_condition_answer_says_which_part_accounts_for_the_agents_loss()
                          "queries_part": 0.030, "merge_share": 0.25, "queries_share": 0.75, "stop_part": 0.0,
                          "worse_share": 0.5, "better_share": 0.1}])
     full = why_words(acc, "full questions")
-    assert "MRR@10 -0.046 against dense" in full and "the merge accounts for all of it" in full
+    assert "Why the agent loses here (MRR@10 -0.046 against dense" in full and "the merge accounts for all of it" in full
     assert "0.014 above dense" in full and "costs 0.060" in full and "+0.021" in full and "41%" in full
     short = why_words(acc, "short questions")
     assert "the merge accounts for 25% (0.010) and its queries for 75% (0.030)" in short

@@ -416,7 +416,7 @@ def why_words(accounts: pd.DataFrame, condition: str, design: str = "agent",
     """Which part accounts for a design's MRR@10 loss in one condition, with its numbers (from the saved
     account: the merge's part, best single list − fused; the queries' part, dense − best single list;
     the gain of an oracle stop over the same queries); empty when not analysed or no loss."""
-    name = (names or (lambda d: d))(design)
+    name = "the agent" if design == "agent" else (names or (lambda d: d))(design)
     if accounts.empty:
         return ""
     row = accounts[(accounts.condition == condition) & (accounts.design == design)]
