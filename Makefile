@@ -26,6 +26,12 @@ export TRANSFORMERS_VERBOSITY := error
 
 setup: $(VENV)/.setup-done
 
+# pip installs without byte-compiling (it compiles one file after another); the installed packages are then
+# compiled on every core at once. Their .pyc files are what every later process imports, even where
+# PYTHONDONTWRITEBYTECODE keeps Python from writing them itself. A file that does not compile (a package's
+# Python 2 example) is skipped, as pip skips it.
+COMPILE = $(BIN)/python -m compileall -q -q -j 0 -x '/tests?/' $(VENV)/lib >/dev/null || true
+
 # the project itself is installed into the venv in development mode (pip install -e, no dependencies:
 # the pinned ones come from requirements.txt), so `import lib` works from any kernel or folder; compat
 # mode puts the repository on sys.path, so the package wins over the `lib/` folder llama-cpp-python
@@ -33,6 +39,7 @@ setup: $(VENV)/.setup-done
 $(VENV)/.setup-done: requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
+	$(COMPILE)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "agentic-rag-evidence" >/dev/null
 	touch $@
@@ -78,11 +85,13 @@ notebook: setup sync
 
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-test.txt
+	$(COMPILE)
 	touch $@
 
 # JupyterLab on the notebooks with the project's kernel (jupytext pairs each .ipynb with its .py)
 $(VENV)/.lab-setup-done: requirements-lab.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-lab.txt
+	$(COMPILE)
 	touch $@
 
 # as root (a container) Jupyter refuses to start without --allow-root
