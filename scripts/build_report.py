@@ -126,13 +126,15 @@ def write_index(cfg) -> Path | None:
     from lib.report import plots
     from lib.report.article import article_figures, shows_article
     from lib.report.display import design_namer
-    from lib.report.index_page import build_index, readme_answer, readme_results, runs_table, update_readme
+    from lib.report.index_page import (build_index, readme_answer, readme_results, runs_table, update_readme,
+                                       without_idle_escalate)
 
     if not (pipeline.results_dir(cfg) / "summary.json").exists():
         return None
     names = design_namer(cfg)
     figs = {k: cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("headline", "frontier", "conditions")}
-    conditions = pipeline.condition_table(cfg)
+    every = pipeline.condition_table(cfg)
+    conditions, left_out = without_idle_escalate(every, cfg)  # escalate that never escalates repeats hybrid_rerank
     try:
         scored = pipeline.load_scored(cfg)
     except DataError as exc:
@@ -149,7 +151,7 @@ def write_index(cfg) -> Path | None:
         built = build_index(scratch, pipeline.results_dir(cfg), cfg, [figs["conditions"]],
                             bench=ROOT / "results" / "bench.json", conditions=conditions, headline=figs["headline"],
                             frontier=figs["frontier"], scored=scored, links=links, pages_dir=cfg.report_dir,
-                            runs=runs_table(cfg, conditions))
+                            runs=runs_table(cfg, every), left_out=left_out)
         for f in sorted((scratch / "figures").glob("*")):
             write_bytes(cfg.report_dir / "figures" / f.name, f.read_bytes())
         out = write_bytes(cfg.report_dir / built.name, built.read_bytes())

@@ -128,3 +128,25 @@ def test_the_per_condition_answer_says_which_part_accounts_for_the_agents_loss()
     assert "the merge accounts for 25% (0.010) and its queries for 75% (0.030)" in short
     assert why_words(acc, "two-part questions") == "" and why_words(pd.DataFrame(), "full questions") == ""
     assert why_words(acc.assign(loss=-0.01), "full questions") == ""  # no loss, nothing to account for
+
+
+def test_escalate_that_never_escalates_is_left_out_and_said_why():
+    """Its dev-chosen threshold is -inf and it called no model: its rows would repeat hybrid_rerank's."""
+    import pandas as pd
+
+    from lib.config import load_profile
+    from lib.report.index_page import without_idle_escalate
+
+    table = pd.DataFrame([{"condition": "full questions", "design": d, "llm_calls": 0.0, "mrr_at_10": 0.99}
+                          for d in ("dense", "hybrid_rerank", "escalate")])
+    never = load_profile("offline")
+    assert never.escalate_threshold == float("-inf")
+    kept, text = without_idle_escalate(table, never)
+    assert list(kept.design) == ["dense", "hybrid_rerank"] and "left out" in text and "08_escalate.html" in text
+    assert "helped" in text  # the dev probe's counts, from results/dev/escalation_selection.json
+    called = table.assign(llm_calls=[0.0, 0.0, 0.2])  # it escalated somewhere: its rows say something
+    kept, text = without_idle_escalate(called, never)
+    assert kept is called and text == ""
+    some = load_profile("offline", escalate_threshold=0.5)
+    kept, text = without_idle_escalate(table, some)
+    assert list(kept.design) == list(table.design) and text == ""

@@ -402,6 +402,35 @@ def cost_html(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDITION) 
     return _table_html(pd.DataFrame(rows).fillna(""))
 
 
+ESCALATION_CHOICE = ROOT / "results" / "dev" / "escalation_selection.json"
+
+
+def without_idle_escalate(table: pd.DataFrame, profile) -> tuple[pd.DataFrame, str]:
+    """The condition table without escalate where it never escalates (its dev-chosen threshold is -inf and
+    it called no model in any condition), so its rows would only repeat hybrid_rerank's; and the HTML that
+    says so, with the dev probe's counts (``results/dev/escalation_selection.json``) and a link to page 8's
+    dev curve. Unchanged (and no text) where escalate escalates or has no rows."""
+    cfg = _profile(profile)
+    if table.empty or "escalate" not in set(table.design) or cfg.settings.get("escalate_threshold") != float("-inf"):
+        return table, ""
+    rows = table[table.design == "escalate"]
+    if "llm_calls" in rows and (rows.llm_calls.fillna(0) > 0).any():
+        return table, ""
+    probe = ""
+    if ESCALATION_CHOICE.exists():
+        sel = json.loads(ESCALATION_CHOICE.read_text(encoding="utf-8"))
+        p, n = sel.get("probe", {}), sum(sel.get("questions", {}).values())
+        if p:
+            probe = (f" Escalating every dev question ({n} question forms) helped {p.get('helped')} and hurt "
+                     f"{p.get('hurt')} against its first pass (MRR@10 {p.get('first_mrr@10', float('nan')):.3f} → "
+                     f"{p.get('escalated_mrr@10', float('nan')):.3f}), and no escalation rate raised dev MRR@10.")
+    text = ("<p><b>escalate</b> is left out of these tables and charts: its signal and threshold, chosen on the dev "
+            "questions (docs/escalation.md), are never to escalate, so every answer it gives is hybrid_rerank's and its "
+            f"rows would repeat them.{html.escape(probe)} The dev curve is on "
+            '<a href="08_escalate.html">page 8</a>.</p>')
+    return table[table.design != "escalate"], text
+
+
 LOSS_ACCOUNT = "loss_account.csv"  # page 12's account of each LLM design's MRR@10 loss, per condition (saved data)
 
 
@@ -680,7 +709,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:1.2em au
 def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path], bench: Path | None = None,
                 conditions: pd.DataFrame | None = None, headline: Path | None = None, frontier: Path | None = None,
                 scored=None, links: dict[str, str | None] | None = None, pages_dir: Path | None = None,
-                runs: pd.DataFrame | None = None) -> Path:
+                runs: pd.DataFrame | None = None, left_out: str = "") -> Path:
     """Write ``report_dir/index.html``; the figures are copied into ``report_dir/figures``.
 
     ``conditions``: the condition table (else the saved summary, one condition); ``headline`` and
@@ -688,7 +717,8 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     the end of the scores); ``scored``: the default condition's scored runs (the agent's table);
     ``links``: each notebook's page (a path relative to the index, None where there is none; by
     default the pages in ``report_dir``); ``pages_dir``: where the pages are read for their findings;
-    ``runs``: the table of how each run was produced (by default read from the saved runs)."""
+    ``runs``: the table of how each run was produced (by default read from the saved runs); ``left_out``:
+    the HTML that says which design's rows were left out of ``conditions`` and why."""
     cfg = _profile(profile)
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -741,6 +771,7 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
 when the report is built.</p>
 <h2>What was compared</h2>
 {designs_html(table, cfg)}
+{left_out}
 <p>Conditions (each design is compared with dense <i>in the same condition</i>, on the same questions):</p>
 {conditions_list(table, cfg)}
 <h3>The scores</h3>
