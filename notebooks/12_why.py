@@ -206,7 +206,7 @@ if not scored_sizes.empty:
             "mrr_at_10", "MRR@10 − dense [95%]", "folder"]
     display(shown_sizes[cols].rename(columns={"model_label": "model"})
             .style.format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
-reading(model_size.axis_reading(sizes, published, names=design_namer(cfg)))
+say(model_size.axis_reading(sizes, published, names=design_namer(cfg)))  # the page's own reading stays the loss's
 
 # %% [markdown]
 # ## The loss, part by part

@@ -69,12 +69,12 @@ def axis_table(profile: Profile, designs=AXIS_DESIGNS, conditions=AXIS_CONDITION
         dense = base.pq[base.pq.design == "dense"] if not base.pq.empty else base.pq
         for model in axis_models():
             mp = model_profile(cp, model)
-            sc = base if mp is cp else pipeline.load_scored(mp)
+            pq_m, partial_m = (base.pq, base.partial) if mp is cp else model_runs(mp, designs)
             for d in designs:
                 row = {"condition": cname, "model": model, "model_label": model_label(model), "design": d,
                        "own_model": mp is cp, "folder": shown_path(mp.results_dir)}
-                ours = sc.pq[sc.pq.design == d] if not sc.pq.empty else sc.pq
-                partial = [k for dd, k in sc.partial if dd == d]
+                ours = pq_m[pq_m.design == d] if not pq_m.empty else pq_m
+                partial = [k for dd, k in partial_m if dd == d]
                 if ours.empty or dense.empty:
                     status = (f"no complete run ({', '.join(f'run {k}' for k in partial)} stopped part-way)"
                               if partial else "not run")
@@ -94,6 +94,22 @@ def axis_table(profile: Profile, designs=AXIS_DESIGNS, conditions=AXIS_CONDITION
                     row["status"] = f"scored ({', '.join(f'run {k}' for k in partial)} stopped part-way, left out)"
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+def model_runs(mp: Profile, designs) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
+    """Another model's saved runs of ``designs`` (its folder holds no dense: dense calls no model), every
+    record checked as the scorer checks it: the per-question rows of its complete runs, and the runs
+    stopped part-way (design, run)."""
+    from .. import pipeline
+    from ..evaluation.metrics import per_question
+
+    parts = pipeline.ProfileParts(mp, progress=False)
+    questions = pipeline.scored_questions(mp, parts.papers)
+    results = scores.load_runs(pipeline.results_dir(mp), designs, pipeline.record_check(mp, parts))
+    pq_all = per_question(results, {q.qid: q.source_id for q in questions})
+    if pq_all.empty:
+        return pq_all, []
+    return scores.scored_runs(pq_all, len(questions)), scores.partial_runs(pq_all, len(questions))
 
 
 def article_points(article: dict | None, designs=AXIS_DESIGNS) -> dict[str, dict[str, tuple]]:
