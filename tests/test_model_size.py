@@ -7,7 +7,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from lib import pipeline  # noqa: E402
-from lib.config import load_profile  # noqa: E402
+from lib.config import ROOT, load_profile  # noqa: E402
 from lib.report import model_size as ms  # noqa: E402
 from lib.report.article import article_figures  # noqa: E402
 
@@ -66,3 +66,40 @@ def test_reading_names_the_change_with_size_the_article_and_what_was_not_run(tmp
     assert ms.axis_chart(t, tmp_path / "axis.png", article_figures()) is not None and (tmp_path / "axis.png").stat().st_size > 0
     none = t.assign(status="not run")
     assert "says nothing yet" in ms.axis_reading(none)
+
+
+def test_another_models_runs_are_scored_against_the_conditions_dense(tmp_path):
+    """A second model's folder holds only its LLM designs (dense calls no model): its complete run is
+    paired with the condition's dense; a run stopped part-way is named, not scored. The pilot's saved
+    agent run stands in for the 0.5B's, its records keyed for that model."""
+    import dataclasses
+    import json
+    import shutil
+
+    from lib.runs import inputs_key, read_results
+
+    pilot = ROOT / "results" / "pilot"
+    shutil.copytree(pilot / "dense", tmp_path / "dense")
+    shutil.copytree(pilot / "agent", tmp_path / "agent")
+    cp = load_profile("pilot", results_dir=str(tmp_path))
+    questions = {q.qid: q for q in pipeline.scored_questions(cp)}
+    runs = read_results(pilot / "agent" / "run1.jsonl")
+    folder = tmp_path / "models" / SMALL / "agent"
+    folder.mkdir(parents=True)
+
+    def write(results):
+        lines = []
+        for r in results:
+            prov = {**r.provenance, "llm_model": SMALL}
+            r2 = dataclasses.replace(r, provenance=prov, inputs=inputs_key("agent", 1, questions[r.qid], prov))
+            lines.append(json.dumps(dataclasses.asdict(r2)))
+        (folder / "run1.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    write(runs)
+    table = ms.axis_table(cp, designs=("agent",), conditions=("full questions",)).set_index("model")
+    assert table.loc[SMALL, "status"] == "scored" and table.loc[SMALL, "folder"].endswith(f"models/{SMALL}")
+    for m in ("recall_at_5", "mrr_at_10"):  # the same lists as the profile's own model: the same deltas
+        assert table.loc[SMALL, f"{m}_delta"] == pytest.approx(table.loc[OWN, f"{m}_delta"])
+    write(runs[: len(runs) // 2])
+    table = ms.axis_table(cp, designs=("agent",), conditions=("full questions",)).set_index("model")
+    assert table.loc[SMALL, "status"] == "no complete run (run 1 stopped part-way)"
