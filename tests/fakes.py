@@ -88,3 +88,14 @@ class NoSleep:
 
     def __call__(self, seconds):
         self.waits.append(seconds)
+
+
+class Spy:
+    """Passes requests to a model and keeps them."""
+
+    def __init__(self, inner):
+        self.inner, self.requests, self.name, self.model = inner, [], inner.name, inner.model
+
+    def complete(self, request):
+        self.requests.append(request)
+        return self.inner.complete(request)

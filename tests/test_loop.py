@@ -23,7 +23,7 @@ from lib.llm.stubs import EchoModel, ScriptedLoopModel, StubLLM
 from lib.llm.tools import chat_messages, json_call_text
 from lib.runs import read_results, run_design
 from lib.search.fusion import rrf
-from tests.fakes import ListSearcher, mock_sdk_client, reply_body
+from tests.fakes import ListSearcher, Spy, mock_sdk_client, reply_body
 
 HAIKU = "claude-haiku-5-5"
 LOCAL_MODEL = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -42,17 +42,6 @@ def tiny(snapshot, minilm_embedder):
 def question(papers, i=7):
     pid = list(papers)[i]
     return Question(f"t{i:03d}", papers[pid][0], pid)
-
-
-class Spy:
-    """Passes requests to a model and keeps them."""
-
-    def __init__(self, inner):
-        self.inner, self.requests, self.name, self.model = inner, [], inner.name, inner.model
-
-    def complete(self, request):
-        self.requests.append(request)
-        return self.inner.complete(request)
 
 
 def design(tiny, model, style="local", **caps):

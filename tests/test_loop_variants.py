@@ -23,24 +23,13 @@ from lib.llm.anthropic_backend import AnthropicBackend
 from lib.llm.stubs import ScriptedLoopModel, StubLLM
 from lib.llm.tools import chat_messages, json_call_text
 from lib.runs import RecordCheck, inputs_key, read_results
-from tests.fakes import ListSearcher, mock_sdk_client, reply_body
+from tests.fakes import ListSearcher, Spy, mock_sdk_client, reply_body
 
 PAPERS = {f"2607.{i:05d}": (f"Title {i}", f"Abstract of paper {i}.") for i in range(1, 13)}
 IDS = list(PAPERS)
 Q = Question("q001", "Which paper allocates a rollout budget by information gain?", IDS[2])
 LISTS = {Q.text: [IDS[2], IDS[0], IDS[5], IDS[1], IDS[7], IDS[3], IDS[9]],
          "budgeted rollouts": [IDS[4], IDS[2], IDS[6], IDS[8], IDS[10], IDS[11]]}
-
-
-class Spy:
-    """Passes requests to a model and keeps them."""
-
-    def __init__(self, inner):
-        self.inner, self.requests, self.name, self.model = inner, [], inner.name, inner.model
-
-    def complete(self, request):
-        self.requests.append(request)
-        return self.inner.complete(request)
 
 
 def make(cls=LoopDesign, style="local", prompt="one_example", **caps):
