@@ -15,6 +15,9 @@ latency (median, p95) and HNSW recall@10 against exact; ``snapshot`` in the list
 shipped snapshot's real vectors, 200 of its papers held out as the queries. ``--vectors spectrum`` draws the
 synthetic vectors instead from a Gaussian with the snapshot embeddings' mean and covariance (normalised):
 uniform vectors have no structure and are HNSW's hardest case, real embeddings are far easier.
+With each synthetic size it also times BM25 (lib.search.bm25) over that many synthetic chunks of 100
+words drawn from the snapshot abstracts' word frequencies: build, size on disk, memory added when read
+back memory-mapped, query latency, and whether a query made of one chunk's words finds it.
 ``make bench ARGS="--scale 100000"``.
 """
 import json
@@ -87,7 +90,7 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
     import faiss
     import numpy as np
 
-    from lib.report.bench import dense_at_scale, like_vectors, unit_vectors
+    from lib.report.bench import bm25_at_scale, dense_at_scale, like_vectors, unit_vectors
 
     faiss.omp_set_num_threads(threads)
     steps = {}
@@ -110,7 +113,24 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
         print(f"dense search over {len(ids):,} vectors ({label})", flush=True)
         steps.update(dense_at_scale(ids, vecs, queries, label=label, log=lambda m: print("  " + m, flush=True)))
         del vecs
+        if size != "snapshot":
+            vocabulary, weights = snapshot_vocabulary()
+            print(f"BM25 over {int(size):,} synthetic chunks", flush=True)
+            steps.update(bm25_at_scale(int(size), vocabulary, weights, ROOT / "build" / "bench-bm25-scale", label=size,
+                                       log=lambda m: print("  " + m, flush=True)))
     return steps
+
+
+def snapshot_vocabulary():
+    """The words of the shipped snapshot's titles and abstracts with their counts (lib/report/bench.py)."""
+    from lib.config import load_profile
+    from lib.data.papers import paper_text
+    from lib.report.bench import collection_vocabulary
+
+    from lib import pipeline
+
+    papers = pipeline.search_papers(load_profile("offline", collection_scope="snapshot"))
+    return collection_vocabulary([paper_text(p) for p in papers])
 
 
 def main(argv: list[str]) -> None:

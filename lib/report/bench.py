@@ -148,3 +148,79 @@ def dense_at_scale(ids: Sequence[str], vectors: np.ndarray, queries: np.ndarray,
         log(f"{backend}: {row['summary']}")
         index = None  # free it before the next backend is built
     return steps
+
+
+# ------------------------------------------------------------------ BM25 at scale (`make bench ARGS="--scale ..."`)
+
+def synthetic_chunks(n: int, vocabulary: Sequence[str], weights: Sequence[float], words: int, seed: int,
+                     block: int = 100_000):
+    """``n`` synthetic chunk texts of ``words`` words each, drawn independently from ``vocabulary`` with
+    probabilities proportional to ``weights`` (a real collection's word frequencies: Zipf-shaped), made in
+    blocks; yields lists of texts."""
+    vocab = np.asarray(vocabulary, dtype=object)
+    p = np.asarray(weights, dtype=np.float64)
+    p = p / p.sum()
+    rng = np.random.default_rng(seed)
+    for a in range(0, n, block):
+        draws = rng.choice(len(vocab), size=(min(block, n - a), words), p=p)
+        yield [" ".join(row) for row in vocab[draws]]
+
+
+def bm25_at_scale(n: int, vocabulary: Sequence[str], weights: Sequence[float], cache_dir, label: str,
+                  words: int = 100, queries: int = 200, query_words: int = 12, k: int = 50,
+                  log: Callable[[str], None] = print) -> dict:
+    """BM25 (lib.search.bm25, bm25s) over ``n`` synthetic chunks of ``words`` words: the time to build and
+    save the index, its size on disk, the resident memory added by reading it back memory-mapped, and query
+    latency (``k`` deep, median and p95). Each query is ``query_words`` words taken from one chunk, so
+    ``found_at_10`` (the share of queries whose chunk is in the top 10) checks that the index answers."""
+    import shutil
+    from pathlib import Path
+
+    from ..search.bm25 import BM25Index
+
+    texts: list[str] = [t for part in synthetic_chunks(n, vocabulary, weights, words, seed=0) for t in part]
+    papers = [{"id": f"c{i:08d}", "title": "", "abstract": t} for i, t in enumerate(texts)]
+    del texts
+    rng = np.random.default_rng(1)
+    picked = rng.choice(n, size=min(queries, n), replace=False)
+    qs = [(papers[i]["id"], " ".join(rng.choice(papers[i]["abstract"].split(), size=query_words, replace=False)))
+          for i in picked]
+    cache_dir = Path(cache_dir)
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    t = time.perf_counter()
+    BM25Index.build(papers, cache_dir=cache_dir)
+    build_s = time.perf_counter() - t
+    disk_mb = sum(f.stat().st_size for f in cache_dir.rglob("*") if f.is_file()) / 1e6
+    before = rss_mb()
+    t = time.perf_counter()
+    index = BM25Index.build(papers, cache_dir=cache_dir)  # read back from the cache, memory-mapped
+    load_s = time.perf_counter() - t
+    del papers
+    times, found = [], 0
+    for qid, q in qs:
+        t = time.perf_counter()
+        hits = index.search(q, k)
+        times.append(time.perf_counter() - t)
+        found += qid in [h.id for h in hits[:10]]
+    ms = np.asarray(times) * 1000
+    row = {"rows": n, "words_per_chunk": words, "k": k, "build_s": build_s, "load_s": load_s, "disk_mb": disk_mb,
+           "rss_added_mb": rss_mb() - before, "median_ms": float(np.median(ms)), "p95_ms": float(np.quantile(ms, 0.95)),
+           "queries": len(qs), "found_at_10": found / len(qs)}
+    row["summary"] = (f"{n:,} chunks x {words} words: build {build_s:.0f} s, {disk_mb:,.0f} MB on disk, read back "
+                      f"memory-mapped in {load_s:.1f} s (+{row['rss_added_mb']:,.0f} MB resident), query "
+                      f"{row['median_ms']:.0f} ms median / {row['p95_ms']:.0f} ms p95 (top {k}); "
+                      f"{row['found_at_10']:.0%} of {len(qs)} queries find their chunk in the top 10")
+    log(f"bm25: {row['summary']}")
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    return {f"bm25_scale_{label}": row}
+
+
+def collection_vocabulary(texts: Sequence[str], top: int = 50_000) -> tuple[list[str], list[int]]:
+    """The words of these texts (lowercased runs of 2+ word characters, BM25's token pattern) and their
+    counts, the ``top`` most frequent, for :func:`synthetic_chunks`."""
+    import re
+    from collections import Counter
+
+    counts = Counter(w for t in texts for w in re.findall(r"(?u)\b\w\w+\b", t.lower()))
+    common = counts.most_common(top)
+    return [w for w, _ in common], [c for _, c in common]

@@ -830,6 +830,32 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
 }
 
 
+SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss flat)", "faiss-hnsw": "approximate (faiss HNSW)"}
+
+
+def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
+    """The ``make bench ARGS="--scale ..."`` figures, smallest collection first: dense search by backend
+    over synthetic (or the snapshot's) vectors, and BM25 over synthetic chunks."""
+    rows = []
+    for key, row in steps.items():
+        if key.startswith("dense_scale_"):
+            label, backend = key[len("dense_scale_"):].rsplit("_", 1)
+            kind = "the snapshot's own vectors" if label == "snapshot" else (
+                "synthetic vectors like the snapshot's" if label.endswith("_spectrum") else "synthetic uniform vectors")
+            what = f"{SCALE_BACKEND_WORDS.get(backend, backend)} search, {row['rows']:,} x {row['dim']} {kind}"
+            summary = row.get("summary", "")
+            if row.get("sweep"):
+                summary += "; recall@10 / ms at ef_search " + ", ".join(
+                    f"{ef}: {v['recall_at_10']:.3f} / {v['median_ms']:.1f}" for ef, v in sorted(row["sweep"].items(), key=lambda kv: int(kv[0])))
+            order = list(SCALE_BACKEND_WORDS).index(backend) if backend in SCALE_BACKEND_WORDS else len(SCALE_BACKEND_WORDS)
+            rows.append((row["rows"], label, order, ("dense search at scale", what, summary,
+                                                     "50 ms per query exact, else faiss")))
+        elif key.startswith("bm25_scale_"):
+            what = f"bm25s over {row['rows']:,} synthetic chunks, read back memory-mapped"
+            rows.append((row["rows"], "~", 0, ("BM25 at scale", what, row.get("summary", ""), "none")))
+    return [r[-1] for r in sorted(rows, key=lambda r: r[:3])]
+
+
 def speed_section(bench: Path) -> str:
     """The benchmark's figures as a readable table: step, what was measured, time, and the limit."""
     b = json.loads(bench.read_text())
@@ -837,6 +863,8 @@ def speed_section(bench: Path) -> str:
         f"<tr><td>{html.escape(step)}</td><td>{html.escape(what)}</td>"
         f"<td>{html.escape(str(b['steps'][k].get('summary', '')))}</td><td>{html.escape(limit)}</td></tr>"
         for k, (step, what, limit) in BENCH_STEPS.items() if k in b.get("steps", {}))
+    rows += "".join(f"<tr><td>{html.escape(step)}</td><td>{html.escape(what)}</td><td>{html.escape(summary)}</td>"
+                    f"<td>{html.escape(limit)}</td></tr>" for step, what, summary, limit in scale_rows(b.get("steps", {})))
     m = b.get("machine", {})
     return (f"<h2>Speed</h2><p>Measured by <code>make bench</code> on {m.get('threads', '?')} CPU threads (torch "
             f"{html.escape(str(m.get('torch', '?')))}). The design tables' latency is per question as the run "
