@@ -232,15 +232,18 @@ class Scored:
     results: list
 
 
-def load_scored(questions: list, results_dir: Path, check: RecordCheck | None = None) -> Scored:
-    """Saved runs under ``results_dir`` for these questions, restricted the one way every table of
-    the report uses. Runs saved without a complete baseline run are refused with what is missing."""
-    results = load_runs(results_dir, check=check)
+def load_scored(questions: list, results_dir: Path, check: RecordCheck | None = None, designs=DESIGN_ORDER,
+                baseline: bool = True) -> Scored:
+    """Saved runs of ``designs`` under ``results_dir`` for these questions, restricted the one way every
+    table of the report uses. Runs saved without a complete baseline run are refused with what is
+    missing (``baseline=False``: a folder that holds no baseline of its own, such as another model's
+    runs, which are compared with the condition's dense)."""
+    results = load_runs(results_dir, designs, check=check)
     pq_all = per_question(results, {q.qid: q.source_id for q in questions})
     if pq_all.empty:
         return Scored(questions, pq_all, [], [], pq_all, [])
     base = pq_all[pq_all.design == BASELINE].groupby("run")["qid"].nunique()
-    if not (base >= len(questions)).any():
+    if baseline and not (base >= len(questions)).any():
         have = int(base.max()) if len(base) else 0
         raise DataError(f"{Path(results_dir) / BASELINE}: the baseline ({BASELINE}) has no complete run "
                         f"({have} of {len(questions)} questions answered), so no design can be compared with it; "

@@ -101,15 +101,14 @@ def model_runs(mp: Profile, designs) -> tuple[pd.DataFrame, list[tuple[str, int]
     record checked as the scorer checks it: the per-question rows of its complete runs, and the runs
     stopped part-way (design, run)."""
     from .. import pipeline
-    from ..evaluation.metrics import per_question
 
     parts = pipeline.ProfileParts(mp, progress=False)
     questions = pipeline.scored_questions(mp, parts.papers)
-    results = scores.load_runs(pipeline.results_dir(mp), designs, pipeline.record_check(mp, parts))
-    pq_all = per_question(results, {q.qid: q.source_id for q in questions})
-    if pq_all.empty:
-        return pq_all, []
-    return scores.scored_runs(pq_all, len(questions)), scores.partial_runs(pq_all, len(questions))
+    scored = scores.load_scored(questions, pipeline.results_dir(mp), pipeline.record_check(mp, parts), designs=designs,
+                                baseline=False)
+    if scored.pq_all.empty:
+        return scored.pq_all, []
+    return scores.scored_runs(scored.pq_all, len(questions)), scored.partial
 
 
 def article_points(article: dict | None, designs=AXIS_DESIGNS) -> dict[str, dict[str, tuple]]:
