@@ -35,14 +35,13 @@ def collection(profile: Profile) -> list[dict]:
     if key not in _COLLECTIONS:
         if len(_COLLECTIONS) >= _KEPT_COLLECTIONS:
             _COLLECTIONS.pop(next(iter(_COLLECTIONS)))
-        _COLLECTIONS[key] = read_collection(path)
-    return _COLLECTIONS[key]
+        _COLLECTIONS[key] = [read_collection(path), None]
+    return _COLLECTIONS[key][0]
 
 
-# the collections as last read, by file (path, size, inode, modification time), and the digests taken of them
-_COLLECTIONS: dict[tuple, list[dict]] = {}
+# the collections as last read, by file (path, size, inode, modification time): [rows, their digest once taken]
+_COLLECTIONS: dict[tuple, list] = {}
 _KEPT_COLLECTIONS = 8
-_DIGESTS: dict[int, tuple[list[dict], str]] = {}
 
 
 def search_papers(profile: Profile) -> list[dict]:
@@ -128,16 +127,13 @@ def collection_digest(papers: list[dict]) -> str:
     kept = next((d for rows, d in _SNAPSHOT_PAPERS.values() if rows is papers), None)
     if kept is not None:  # the snapshot's papers as read: their digest was taken then
         return kept
-    cached = any(rows is papers for rows in _COLLECTIONS.values())
-    if cached and id(papers) in _DIGESTS and _DIGESTS[id(papers)][0] is papers:  # a collection as read, digested
-        return _DIGESTS[id(papers)][1]
+    entry = next((e for e in _COLLECTIONS.values() if e[0] is papers), None)  # a collection as read
+    if entry is not None and entry[1] is not None:
+        return entry[1]
     value = digest([[p["id"], p["title"], p.get("abstract", ""), list(p.get("categories", [])), p.get("first_seen", "")]
                     for p in papers])
-    if cached:
-        live = {id(rows) for rows in _COLLECTIONS.values()}
-        for k in [k for k in _DIGESTS if k not in live]:
-            del _DIGESTS[k]
-        _DIGESTS[id(papers)] = (papers, value)
+    if entry is not None:
+        entry[1] = value
     return value
 
 

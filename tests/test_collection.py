@@ -126,3 +126,31 @@ def test_make_collection_is_cached_by_its_inputs(tmp_path, monkeypatch, pool):
     with pytest.raises(DataError):  # a changed setting draws again (here from the empty stub pool)
         col.make_collection(cfg2)
     assert calls == [1]
+
+
+def test_the_collection_is_read_once_while_its_file_is_unchanged_and_its_digest_follows_its_content(tmp_path):
+    """pipeline.collection keeps the rows of a file it has read (same path, size, inode, mtime); the digest
+    that enters every inputs key is taken once of those rows, and of any other rows afresh."""
+    import os
+    import shutil
+
+    from lib import pipeline
+    from lib.config import ROOT, load_profile
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(ROOT / "data" / "pilot" / "collection.jsonl", data / "collection.jsonl")
+    cfg = load_profile("pilot", data_dir=str(data), results_dir=str(tmp_path / "results"))
+    rows = pipeline.collection(cfg)
+    assert pipeline.collection(cfg) is rows  # read once
+    first = pipeline.collection_digest(rows)
+    assert pipeline.collection_digest([dict(r) for r in rows]) == first  # the same content, the same digest
+    edited = [dict(r) for r in rows]
+    edited[0]["abstract"] += " (revised)"
+    assert pipeline.collection_digest(edited) != first
+    path = data / "collection.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[1:] + lines[:1]))  # other order, other file state: read again
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    again = pipeline.collection(cfg)
+    assert again is not rows and pipeline.collection_digest(again) != first  # the order is part of the digest
