@@ -221,6 +221,14 @@ class ProfileParts:
         return document_chunks(self.profile, self.papers)
 
     @cached_property
+    def dense_backend(self) -> str:
+        """The dense index's backend as it searches: the setting, ``auto`` resolved by the rows indexed
+        (the chunks when chunked, else the papers)."""
+        from .search.dense import resolve_backend
+
+        return resolve_backend(self.profile.dense_backend, len(self.chunks) if self.chunks is not None else len(self.papers))
+
+    @cached_property
     def searcher(self) -> DenseSearcher:
         s = searcher(self.profile, self.papers, self.progress, chunks=self.chunks)
         s.index.restrict(self.allowed)
@@ -317,8 +325,9 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     # so every result computed whole and exactly keeps its key
     if profile.chunk_documents:
         prov.update({k: profile.settings[k] for k in ("chunk_documents", "chunk_tokens", "chunk_overlap")})
-    if profile.dense_backend == "faiss-hnsw":
-        prov.update({k: profile.settings[k] for k in ("dense_backend", "hnsw_m", "hnsw_ef_search", "hnsw_ef_construction")})
+    if parts.dense_backend == "faiss-hnsw":  # set, or chosen by ``auto`` for a large collection
+        prov.update({"dense_backend": "faiss-hnsw",
+                     **{k: profile.settings[k] for k in ("hnsw_m", "hnsw_ef_search", "hnsw_ef_construction")}})
     # a design's optional settings (the loop's prompt variant) enter the record only away from their
     # default, so every result saved before the setting keeps its key
     prov.update({k: profile.settings[k] for k, default in optional_settings(cls).items()

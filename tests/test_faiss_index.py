@@ -7,7 +7,7 @@ import pytest
 
 from lib.config import ROOT
 from lib.data.papers import paper_text, read_collection
-from lib.search.dense import FAISS_FLAT_ABOVE, DenseIndex, resolve_backend
+from lib.search.dense import EXACT_BELOW, DenseIndex, resolve_backend
 from lib.search.embedder import Embedder
 
 
@@ -99,8 +99,8 @@ def test_backend_settings_are_checked_and_auto_picks_by_size():
         DenseIndex(["a", "b", "c", "d"], vecs, backend="annoy")
     with pytest.raises(ValueError, match="hnsw_m should be a positive whole number"):
         DenseIndex(["a", "b", "c", "d"], vecs, backend="faiss-hnsw", hnsw_m=0)
-    assert resolve_backend("auto", FAISS_FLAT_ABOVE - 1) == "numpy"
-    assert resolve_backend("auto", FAISS_FLAT_ABOVE) == "faiss-flat"
+    assert resolve_backend("auto", EXACT_BELOW - 1) == "numpy"
+    assert resolve_backend("auto", EXACT_BELOW) == "faiss-hnsw"
     assert DenseIndex(["a", "b", "c", "d"], vecs, backend="auto").faiss is None
 
 
@@ -113,3 +113,23 @@ def test_the_matrix_is_faiss_own_copy_and_outlives_the_index():
     del index
     gc.collect()
     assert np.array_equal(view, vecs[::-1])  # rows in id order, still readable
+
+
+def test_auto_searches_exactly_below_its_size_and_a_result_records_when_it_chose_hnsw(monkeypatch):
+    """``dense_backend: auto`` resolves by the rows indexed; when it picks the approximate index, every
+    result's inputs key says so (with the HNSW settings), so exact and approximate results never mix."""
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.search import dense
+
+    cfg = load_profile("pilot")
+    assert cfg.dense_backend == "auto"
+    exact = pipeline.design_provenance(cfg, "dense", pipeline.ProfileParts(cfg, progress=False))
+    assert "dense_backend" not in exact  # 300 papers: numpy, and the key every saved pilot result has
+    monkeypatch.setattr(dense, "EXACT_BELOW", 100)
+    parts = pipeline.ProfileParts(cfg, progress=False)
+    assert parts.dense_backend == "faiss-hnsw"
+    approx = pipeline.design_provenance(cfg, "dense", parts)
+    assert approx["dense_backend"] == "faiss-hnsw" and approx["hnsw_ef_search"] == cfg.hnsw_ef_search
+    assert {k: v for k, v in approx.items() if not k.startswith(("dense_backend", "hnsw_"))} == exact
+    assert parts.searcher.index.faiss is not None  # and it searches with the index its key names
