@@ -31,6 +31,9 @@ setup: $(VENV)/.setup-done
 # PYTHONDONTWRITEBYTECODE keeps Python from writing them itself. A file that does not compile (a package's
 # Python 2 example) is skipped, as pip skips it.
 COMPILE = $(BIN)/python -m compileall -q -q -j 0 -x '/tests?/' $(VENV)/lib >/dev/null || true
+# the same for the packages installed after the stamp file $(1): the site-packages entries newer than it
+COMPILE_NEW = new=$$(find $(VENV)/lib/python*/site-packages -mindepth 1 -maxdepth 1 -newer $(1) \( -type d -o -name '*.py' \)); \
+  test -z "$$new" || $(BIN)/python -m compileall -q -q -j 0 -x '/tests?/' $$new >/dev/null || true
 
 # the project itself is installed into the venv in development mode (pip install -e, no dependencies:
 # the pinned ones come from requirements.txt), so `import lib` works from any kernel or folder; compat
@@ -83,9 +86,10 @@ notebook: setup sync
 	@nb=$$(basename $$(ls $(NOTEBOOK_DIR)/$(NB)*.ipynb) .ipynb); \
 	$(RUN_NOTEBOOKS) --print-page $$nb -- $(PROFILE) $(ALLPARAMS)
 
+# (only what this install added or changed is compiled: the folders of site-packages newer than the setup)
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-test.txt
-	$(COMPILE)
+	$(call COMPILE_NEW,$(VENV)/.setup-done)
 	touch $@
 
 # JupyterLab on the notebooks with the project's kernel (jupytext pairs each .ipynb with its .py)

@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -97,8 +98,10 @@ def shipped_mtimes() -> dict[Path, int]:
 def pilot_run(tmp_path_factory):
     """The pilot profile's notebooks executed in order, as `make report PROFILE=pilot` runs them
     (:func:`lib.report.execute.run_notebooks`: papermill, the project's kernel, one kernel for the run,
-    reset before each notebook), into a scratch folder: the pilot drawn afresh from the bundled
-    snapshot, every design run with the real models and the recorded LLM responses. The notebook tests
+    reset before each notebook), into a scratch folder that starts with the bundled pilot collection
+    (notebook 1 reads it back, as on a clone; that a draw from the snapshot reproduces it is checked by
+    test_readme_commands.py's draw on a clean clone), every design run with the real models and the
+    recorded LLM responses. The notebook tests
     read the executed notebooks, the smoke test the profile's saved runs. Returns (scratch folder,
     {name: executed notebook}, shipped files before, after)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -112,6 +115,9 @@ def pilot_run(tmp_path_factory):
         pytest.skip("the project's kernel is not registered (make setup registers it)")
     os.environ["PYTHONPATH"] = str(ROOT)  # as the Makefile exports it, for the kernel
     tmp = tmp_path_factory.mktemp("pilot-nb")
+    (tmp / "data").mkdir()
+    for name in ("collection.jsonl", "collection_manifest.json"):
+        shutil.copy(ROOT / "data" / "pilot" / name, tmp / "data" / name)
     before = shipped_mtimes()
     params = {"profile": "pilot", "data_dir": str(tmp / "data"), "results_dir": str(tmp / "results")}
     names = list(notebook_titles())

@@ -131,13 +131,26 @@ def ranx_says(code: str) -> object:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_rrf_matches_ranx():
-    lists = [["a", "b", "c", "d"], ["c", "a", "e"], ["e", "d", "b", "a", "f"]]
-    ranx_scores = ranx_says(
+RRF_LISTS = [["a", "b", "c", "d"], ["c", "a", "e"], ["e", "d", "b", "a", "f"]]
+
+
+@pytest.fixture(scope="module")
+def ranx_answers(tmp_path_factory):
+    """What ranx says, asked once (one process: its import is most of the cost): RRF over RRF_LISTS, and
+    the ranking it reads from our TREC export of one result."""
+    res = [Result("q1", "dense", 1, ["a", "b", "c"], 1, ["q"], 0.1)]
+    path = write_trec(res, tmp_path_factory.mktemp("trec") / "run1.trec", "dense-run1")
+    return ranx_says(
         "import json\nfrom ranx import Run, fuse\n"
-        f"runs = [Run({{'q': {{doc: float(len(lst) - i) for i, doc in enumerate(lst)}}}}) for lst in {lists!r}]\n"
-        "print(json.dumps(fuse(runs, method='rrf', params={'k': 60}).to_dict()['q']))")
-    ours = dict(rrf(lists, 60))
+        f"runs = [Run({{'q': {{doc: float(len(lst) - i) for i, doc in enumerate(lst)}}}}) for lst in {RRF_LISTS!r}]\n"
+        "fused = fuse(runs, method='rrf', params={'k': 60}).to_dict()['q']\n"
+        f"trec = Run.from_file({str(path)!r}, kind='trec').to_dict()['q1']\n"
+        "print(json.dumps({'rrf': fused, 'trec': trec}))")
+
+
+def test_rrf_matches_ranx(ranx_answers):
+    ranx_scores = ranx_answers["rrf"]
+    ours = dict(rrf(RRF_LISTS, 60))
     assert set(ours) == set(ranx_scores)
     for doc, score in ours.items():
         assert score == pytest.approx(ranx_scores[doc], rel=1e-9)
@@ -209,9 +222,6 @@ def test_replay_answers_recorded_and_fails_clearly_on_a_miss(tmp_path):
     assert RecordStore(tmp_path).count("agent") == 2
 
 
-def test_trec_export_is_read_by_ranx(tmp_path):
-    res = [Result("q1", "dense", 1, ["a", "b", "c"], 1, ["q"], 0.1)]
-    path = write_trec(res, tmp_path / "run1.trec", "dense-run1")
-    d = ranx_says(f"import json\nfrom ranx import Run\n"
-                  f"print(json.dumps(Run.from_file({str(path)!r}, kind='trec').to_dict()['q1']))")
+def test_trec_export_is_read_by_ranx(ranx_answers):
+    d = ranx_answers["trec"]
     assert sorted(d, key=lambda k: -d[k]) == ["a", "b", "c"]

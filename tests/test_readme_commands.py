@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from lib.config import ROOT, profile_from_args
+from lib.data.papers import read_collection
 
 SHIPPED = ("data", "results", "figures", "report", "models")
 
@@ -69,3 +70,11 @@ def test_a_draw_on_a_clean_clone_leaves_git_status_clean(tmp_path):
     assert status == "", f"the command changed the shipped study:\n{status}"
     drawn = list((clone / "results" / "pilot" / "variants").glob("*/data/collection.jsonl"))
     assert len(drawn) == 1 and sum(1 for _ in open(drawn[0])) == 320
+    # the draw from the snapshot reproduces the bundled pilot's sources and their TF-IDF lookalikes
+    # (the same seed and sources; only the random fill grows with n_papers)
+    def picked(path):
+        return sorted((r["id"], r["role"]) for r in read_collection(path) if r["role"] != "filler")
+
+    bundled = picked(ROOT / "data" / "pilot" / "collection.jsonl")
+    assert {role for _, role in bundled} == {"source", "lookalike"} and len(bundled) >= 20
+    assert picked(drawn[0]) == bundled
