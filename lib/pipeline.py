@@ -153,7 +153,7 @@ SHIPPED_CACHE = ROOT / "data" / "cache"
 
 def cache_dirs(profile: Profile, kind: str) -> tuple[Path, tuple[Path, ...]]:
     """A cache's folder for this profile and the shipped folders it may read but never writes
-    (``kind``: embeddings, bm25, rerank)."""
+    (``kind``: embeddings, bm25, rerank, hnsw: the approximate index's graph, never shipped)."""
     own = profile.own_dir
     if own is None:
         return SHIPPED_CACHE / kind, ()
@@ -168,7 +168,7 @@ def embedder(profile: Profile) -> Embedder:
 def dense_options(profile: Profile) -> dict:
     """How the dense index searches: exact (numpy, faiss flat) or approximate (faiss HNSW), by setting."""
     return {"backend": profile.dense_backend, "hnsw_m": profile.hnsw_m, "hnsw_ef_search": profile.hnsw_ef_search,
-            "hnsw_ef_construction": profile.hnsw_ef_construction}
+            "hnsw_ef_construction": profile.hnsw_ef_construction, "hnsw_cache_dir": cache_dirs(profile, "hnsw")[0]}
 
 
 def document_chunks(profile: Profile, papers: list[dict], emb: Embedder | None = None):

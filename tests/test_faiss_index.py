@@ -133,3 +133,36 @@ def test_auto_searches_exactly_below_its_size_and_a_result_records_when_it_chose
     assert approx["dense_backend"] == "faiss-hnsw" and approx["hnsw_ef_search"] == cfg.hnsw_ef_search
     assert {k: v for k, v in approx.items() if not k.startswith(("dense_backend", "hnsw_"))} == exact
     assert parts.searcher.index.faiss is not None  # and it searches with the index its key names
+
+
+def test_an_hnsw_graph_is_built_once_read_back_from_its_cache_and_rebuilt_when_damaged(tmp_path, monkeypatch, capsys):
+    import faiss
+
+    rng = np.random.default_rng(3)
+    vecs = unit(rng, 3_000, 16)
+    ids = [f"p{i:05d}" for i in range(3_000)]
+    first = DenseIndex(ids, vecs, backend="faiss-hnsw", hnsw_m=8, hnsw_cache_dir=tmp_path)
+    (cached,) = tmp_path.glob("hnsw-*.faiss")
+    assert first.faiss.cache_path == cached and cached.with_name(cached.name + ".sha256").exists()
+    queries = unit(rng, 20, 16)
+    expected = [[(h.id, h.score) for h in first.search_vector(q, 10)] for q in queries]
+
+    built = faiss.IndexHNSWFlat
+    monkeypatch.setattr(faiss, "IndexHNSWFlat", lambda *a: pytest.fail("the cached graph should have been read"))
+    again = DenseIndex(ids, vecs, backend="faiss-hnsw", hnsw_m=8, hnsw_cache_dir=tmp_path)
+    assert [[(h.id, h.score) for h in again.search_vector(q, 10)] for q in queries] == expected
+    monkeypatch.setattr(faiss, "IndexHNSWFlat", built)
+
+    other = DenseIndex(ids, vecs, backend="faiss-hnsw", hnsw_m=12, hnsw_cache_dir=tmp_path)  # other settings: own file
+    assert other.faiss.cache_path != cached and len(list(tmp_path.glob("hnsw-*.faiss"))) == 2
+
+    data = bytearray(cached.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one byte flipped, size unchanged
+    cached.write_bytes(bytes(data))
+    rebuilt = DenseIndex(ids, vecs, backend="faiss-hnsw", hnsw_m=8, hnsw_cache_dir=tmp_path)
+    assert "does not match its recorded digest" in capsys.readouterr().out
+    assert rebuilt.faiss.index.ntotal == 3_000
+    assert rebuilt.faiss.cache_path.read_bytes() != bytes(data)  # written afresh, and sealed again
+    from lib.io import verified
+
+    assert verified(rebuilt.faiss.cache_path)

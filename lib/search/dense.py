@@ -50,7 +50,7 @@ class DenseIndex:
 
     def __init__(self, ids: Sequence[str], vectors: np.ndarray, allowed: set[str] | None = None,
                  positions: Sequence[int] | None = None, backend: Backend = "numpy", hnsw_m: int = 32,
-                 hnsw_ef_search: int = 64, hnsw_ef_construction: int = 80):
+                 hnsw_ef_search: int = 64, hnsw_ef_construction: int = 80, hnsw_cache_dir=None):
         self.rows = DocRows(ids, positions)
         self.ids = self.rows.ids  # the documents, sorted
         self.vectors = np.asarray(vectors, dtype=np.float32)[self.rows.order]
@@ -61,7 +61,8 @@ class DenseIndex:
             from .faiss_index import FaissIndex
 
             self.faiss = FaissIndex(self.vectors, self.rows, hnsw=self.backend == "faiss-hnsw", m=hnsw_m,
-                                    ef_search=hnsw_ef_search, ef_construction=hnsw_ef_construction)
+                                    ef_search=hnsw_ef_search, ef_construction=hnsw_ef_construction,
+                                    cache_dir=hnsw_cache_dir)
             self.vectors = self.faiss.vectors  # the index's own storage: one copy of the matrix
         self.restrict(allowed)
 
