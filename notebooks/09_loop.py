@@ -115,3 +115,16 @@ lost = loop_report.lost_page(cfg)
 
 # %%
 question_first = loop_report.question_first_page(cfg)
+
+# %% [markdown]
+# ## The prompt and the first search, chosen on the dev set
+# The loop's prompt was not tuned on these questions. Six arms, the model-first and the question-first
+# loop each with three prompts (`one_example`: its single worked example; `no_example`; `two_examples`:
+# two contrasting examples, one of which searches twice), are run once on the first 60 dev questions,
+# and the rule of `docs/loop.md`, written before any dev score was seen, chooses one: the highest
+# citation hit rate, and within 0.02 of it the fewest model turns. Below: every arm's measures on dev,
+# its searches and turns as distributions (value: questions), and the choice; nothing is run here
+# (`make loop-selection` runs the arms and writes `results/dev/loop_selection.json`).
+
+# %%
+selection = loop_report.selection_page(cfg)

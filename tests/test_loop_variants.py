@@ -359,3 +359,34 @@ def test_arms_are_named_design_colon_prompt_and_checked():
         "loop:no_example", "loop_question_first:one_example"]
     with pytest.raises(ValueError, match="unknown arm"):
         sel.parse_arms("loop:three_examples")
+
+
+def test_the_loop_page_shows_every_dev_arm_and_the_choice_or_that_none_is_made(tmp_path, monkeypatch):
+    from lib.report import loop as loop_report
+
+    sources = {f"d{i:03d}": f"p{i}" for i in range(4)}
+
+    def results(cite, turns):
+        return [Result(q, "loop", 1, [sources[q]], 1 + (turns > 3), [q], 0.0, llm_calls=turns,
+                       details={"citations": [sources[q]] if cite(i) else [], "turns": turns, "read": []})
+                for i, q in enumerate(sources)]
+
+    arms = {a: results(lambda i: i < 2, 3) for a in sel.ARMS}
+    arms["loop_question_first:two_examples"] = results(lambda i: i < 3, 4)
+    out = sel.select(arms, sources)
+    record = {"questions": len(sources), "run": 1, "arms": out["arms"], "choice": out["choice"],
+              "dense_recall_at_5": 0.75}
+    path = tmp_path / "loop_selection.json"
+    cfg = load_profile("offline")
+    shown_objects = []
+    monkeypatch.setattr(loop_report, "display", shown_objects.append)
+    assert loop_report.selection_page(cfg, path) == {}
+    assert "Not chosen yet" in shown_objects[0].data and "`one_example`" in shown_objects[0].data
+    path.write_text(json.dumps(record))
+    shown = loop_report.selection_page(cfg, path)
+    table = shown["table"]
+    assert len(table) == 6 and table.chosen.tolist().count("yes") == 1
+    chosen = table[table.chosen == "yes"].iloc[0]
+    assert (chosen["loop"], chosen["prompt"]) == ("the question-first loop", "two_examples")
+    assert chosen["citation hit rate"] == 0.75 and chosen["searches (value: questions)"] == "2: 4"
+    assert table.iloc[0]["turns (value: questions)"] == "3: 4"

@@ -12,7 +12,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from .. import pipeline
-from ..config import condition_env, shown_path
+from ..config import ROOT, condition_env, shown_path
 from ..designs.loop import ENDINGS, QUESTION_FIRST, code_searches, model_queries, shown_ids
 from ..evaluation.metrics import scores_of
 from ..evaluation.relevance import relevant_ids
@@ -428,3 +428,67 @@ def summary_sentence(record: dict | None) -> str:
             f"{record['searches_per_q']:.2f} searches, {record['papers_read_per_q']:.2f} papers read and "
             f"{record['turns_per_q']:.2f} model turns per question; loops ended: {ended}. Its caps: "
             f"{caps_words(record['caps'])}.")
+
+
+# ------------------------------------------------------------------ the prompt, chosen on dev
+LOOP_SELECTION = ROOT / "results" / "dev" / "loop_selection.json"
+ARM_COLUMNS = {"questions": "questions", "citation_hit_rate": "citation hit rate", "recall_at_5": "recall@5",
+               "mrr_at_10": "MRR@10", "turns_mean": "turns / q", "searches_mean": "searches / q",
+               "reads_mean": "reads / q"}
+
+
+def distribution_words(counts: dict) -> str:
+    """{"1": 40, "2": 20} -> "1: 40, 2: 20" (value: questions)."""
+    return ", ".join(f"{k}: {v}" for k, v in counts.items())
+
+
+def selection_table(record: dict) -> pd.DataFrame:
+    """One row per dev arm (loop design x prompt variant) of ``results/dev/loop_selection.json``: its
+    measures on the dev questions, and its searches and turns as distributions (value: questions)."""
+    rows = []
+    for arm, m in record["arms"].items():
+        design, prompt = arm.split(":", 1)
+        row = {"loop": DESIGN_TITLES.get(design, design), "prompt": prompt,
+               **{label: m.get(key) for key, label in ARM_COLUMNS.items()},
+               "searches (value: questions)": distribution_words(m.get("distributions", {}).get("searches", {})),
+               "turns (value: questions)": distribution_words(m.get("distributions", {}).get("turns", {})),
+               "chosen": "yes" if arm == record["choice"]["arm"] else ""}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def selection_page(profile, path=None) -> dict:
+    """Notebook 9: the loop's prompt variants and first search, compared on the dev questions by the rule
+    of docs/loop.md (stated before any dev score was seen) and the arm it chose; or, before every arm has
+    run, a line saying which prompt the loop uses meanwhile (reading only: nothing is run here)."""
+    import json
+
+    path = LOOP_SELECTION if path is None else path
+    if not path.exists():
+        display(Markdown(f"Not chosen yet: the six dev arms (`loop` and `loop_question_first`, each with the "
+                         f"prompts one_example, no_example and two_examples) have not all been run "
+                         f"(`make loop-selection`, docs/loop.md), so `{shown_path(path)}` does not exist. The runs "
+                         f"on this page use the prompt `{profile.loop_prompt}`, the profile's."))
+        return {}
+    record = json.loads(path.read_text())
+    if profile.study_dir is not None:
+        display(Markdown("This choice was made on the project's own dev questions over arXiv papers, not on this "
+                         "study's documents; the loop here uses the prompt its profile names."))
+    table = selection_table(record)
+    display(styled(table))
+    c = record["choice"]
+    arm = record["arms"][c["arm"]]
+    design, prompt = c["arm"].split(":", 1)
+    dense = record.get("dense_recall_at_5")
+    text = (f"On the first {record['questions']} dev questions (run {record['run']}), the rule chose "
+            f"{DESIGN_TITLES.get(design, design)} with the prompt `{prompt}`: it cited the source in "
+            f"{arm['citation_hit_rate']:.0%} of questions with {arm['turns_mean']:.2f} model turns a question "
+            f"({c.get('why', '')})")
+    text += (f"; dense search found the source in its top 5 for {dense:.0%} of the same questions." if dense is not None
+             else ".")
+    chosen_runs = saved_runs(profile, design=design)
+    if not chosen_runs or prompt_of(next(iter(chosen_runs.values()))) != prompt:
+        text += (f" The chosen arm has no complete run on these questions yet: the {DESIGN_TITLES[NAME]} runs on "
+                 f"this page use the prompt `{profile.loop_prompt}`, the profile's.")
+    reading(text)
+    return {"table": table, "choice": c}
