@@ -390,3 +390,7 @@ def test_the_loop_page_shows_every_dev_arm_and_the_choice_or_that_none_is_made(t
     assert (chosen["loop"], chosen["prompt"]) == ("the question-first loop", "two_examples")
     assert chosen["citation hit rate"] == 0.75 and chosen["searches (value: questions)"] == "2: 4"
     assert table.iloc[0]["turns (value: questions)"] == "3: 4"
+    path.write_text(json.dumps(record, sort_keys=True))  # as write_json saves it: the arms in the order of ARMS still
+    again = loop_report.selection_page(cfg, path)["table"]
+    designs = again.loop.map({"the loop": "loop", "the question-first loop": "loop_question_first"})
+    assert [f"{d}:{p}" for d, p in zip(designs, again.prompt)] == list(sel.ARMS)

@@ -445,8 +445,11 @@ def distribution_words(counts: dict) -> str:
 def selection_table(record: dict) -> pd.DataFrame:
     """One row per dev arm (loop design x prompt variant) of ``results/dev/loop_selection.json``: its
     measures on the dev questions, and its searches and turns as distributions (value: questions)."""
+    from ..evaluation.loop_selection import ARMS
+
     rows = []
-    for arm, m in record["arms"].items():
+    order = [a for a in ARMS if a in record["arms"]] + [a for a in record["arms"] if a not in ARMS]
+    for arm, m in ((a, record["arms"][a]) for a in order):
         design, prompt = arm.split(":", 1)
         row = {"loop": DESIGN_TITLES.get(design, design), "prompt": prompt,
                **{label: m.get(key) for key, label in ARM_COLUMNS.items()},
@@ -488,7 +491,7 @@ def selection_page(profile, path=None) -> dict:
              else ".")
     chosen_runs = saved_runs(profile, design=design)
     if not chosen_runs or prompt_of(next(iter(chosen_runs.values()))) != prompt:
-        text += (f" The chosen arm has no complete run on these questions yet: the {DESIGN_TITLES[NAME]} runs on "
-                 f"this page use the prompt `{profile.loop_prompt}`, the profile's.")
+        text += (f" The chosen arm has no complete run on these questions yet: the loop's runs on this page use "
+                 f"the prompt `{profile.loop_prompt}`, the profile's.")
     reading(text)
     return {"table": table, "choice": c}
