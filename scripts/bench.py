@@ -95,6 +95,7 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
     faiss.omp_set_num_threads(threads)
     steps = {}
     real = snapshot_vectors() if "snapshot" in sizes or kind == "spectrum" else None
+    vocabulary = snapshot_vocabulary() if any(s != "snapshot" for s in sizes) else None  # once, for every size
     for size in sizes:
         label = size
         if size == "snapshot":
@@ -114,9 +115,8 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
         steps.update(dense_at_scale(ids, vecs, queries, label=label, log=lambda m: print("  " + m, flush=True)))
         del vecs
         if size != "snapshot":
-            vocabulary, weights = snapshot_vocabulary()
             print(f"BM25 over {int(size):,} synthetic chunks", flush=True)
-            steps.update(bm25_at_scale(int(size), vocabulary, weights, ROOT / "build" / "bench-bm25-scale", label=size,
+            steps.update(bm25_at_scale(int(size), *vocabulary, ROOT / "build" / "bench-bm25-scale", label=size,
                                        log=lambda m: print("  " + m, flush=True)))
     return steps
 

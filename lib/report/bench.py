@@ -216,11 +216,14 @@ def bm25_at_scale(n: int, vocabulary: Sequence[str], weights: Sequence[float], c
 
 
 def collection_vocabulary(texts: Sequence[str], top: int = 50_000) -> tuple[list[str], list[int]]:
-    """The words of these texts (lowercased runs of 2+ word characters, BM25's token pattern) and their
-    counts, the ``top`` most frequent, for :func:`synthetic_chunks`."""
+    """The words of these texts (lowercased, split by BM25's token pattern) and their counts, the ``top``
+    most frequent, for :func:`synthetic_chunks`."""
     import re
     from collections import Counter
 
-    counts = Counter(w for t in texts for w in re.findall(r"(?u)\b\w\w+\b", t.lower()))
+    from ..search.bm25 import SETTINGS
+
+    token = re.compile(SETTINGS["token_pattern"])
+    counts = Counter(w for t in texts for w in token.findall(t.lower()))
     common = counts.most_common(top)
     return [w for w, _ in common], [c for _, c in common]

@@ -859,12 +859,10 @@ def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
 def speed_section(bench: Path) -> str:
     """The benchmark's figures as a readable table: step, what was measured, time, and the limit."""
     b = json.loads(bench.read_text())
-    rows = "".join(
-        f"<tr><td>{html.escape(step)}</td><td>{html.escape(what)}</td>"
-        f"<td>{html.escape(str(b['steps'][k].get('summary', '')))}</td><td>{html.escape(limit)}</td></tr>"
-        for k, (step, what, limit) in BENCH_STEPS.items() if k in b.get("steps", {}))
-    rows += "".join(f"<tr><td>{html.escape(step)}</td><td>{html.escape(what)}</td><td>{html.escape(summary)}</td>"
-                    f"<td>{html.escape(limit)}</td></tr>" for step, what, summary, limit in scale_rows(b.get("steps", {})))
+    steps = b.get("steps", {})
+    cells = [(step, what, str(steps[k].get("summary", "")), limit) for k, (step, what, limit) in BENCH_STEPS.items()
+             if k in steps] + scale_rows(steps)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
     m = b.get("machine", {})
     return (f"<h2>Speed</h2><p>Measured by <code>make bench</code> on {m.get('threads', '?')} CPU threads (torch "
             f"{html.escape(str(m.get('torch', '?')))}). The design tables' latency is per question as the run "

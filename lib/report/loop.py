@@ -445,12 +445,12 @@ def distribution_words(counts: dict) -> str:
 def selection_table(record: dict) -> pd.DataFrame:
     """One row per dev arm (loop design x prompt variant) of ``results/dev/loop_selection.json``: its
     measures on the dev questions, and its searches and turns as distributions (value: questions)."""
-    from ..evaluation.loop_selection import ARMS
+    from ..evaluation.loop_selection import ARMS, parse_arm
 
     rows = []
-    order = [a for a in ARMS if a in record["arms"]] + [a for a in record["arms"] if a not in ARMS]
-    for arm, m in ((a, record["arms"][a]) for a in order):
-        design, prompt = arm.split(":", 1)
+    for arm in sorted(record["arms"], key=lambda a: ARMS.index(a) if a in ARMS else len(ARMS)):
+        design, prompt = parse_arm(arm)  # an arm not in ARMS is refused by name
+        m = record["arms"][arm]
         row = {"loop": DESIGN_TITLES.get(design, design), "prompt": prompt,
                **{label: m.get(key) for key, label in ARM_COLUMNS.items()},
                "searches (value: questions)": distribution_words(m.get("distributions", {}).get("searches", {})),
@@ -481,7 +481,7 @@ def selection_page(profile, path=None) -> dict:
     display(styled(table))
     c = record["choice"]
     arm = record["arms"][c["arm"]]
-    design, prompt = c["arm"].split(":", 1)
+    design, prompt = c["design"], c["loop_prompt"]
     dense = record.get("dense_recall_at_5")
     text = (f"On the first {record['questions']} dev questions (run {record['run']}), the rule chose "
             f"{DESIGN_TITLES.get(design, design)} with the prompt `{prompt}`: it cited the source in "
