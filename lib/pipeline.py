@@ -165,9 +165,10 @@ def embedder(profile: Profile) -> Embedder:
     return Embedder(profile.embedder, profile.embedder_backend, cache_dir=folder, base_dirs=base)
 
 
-def dense_options(profile: Profile) -> dict:
-    """How the dense index searches: exact (numpy, faiss flat) or approximate (faiss HNSW), by setting."""
-    return {"backend": profile.dense_backend, "hnsw_m": profile.hnsw_m, "hnsw_ef_search": profile.hnsw_ef_search,
+def dense_options(profile: Profile, backend: str | None = None) -> dict:
+    """How the dense index searches: exact (numpy, faiss flat) or approximate (faiss HNSW), by setting
+    (``backend``: the one already resolved from it, :attr:`ProfileParts.dense_backend`)."""
+    return {"backend": backend or profile.dense_backend, "hnsw_m": profile.hnsw_m, "hnsw_ef_search": profile.hnsw_ef_search,
             "hnsw_ef_construction": profile.hnsw_ef_construction, "hnsw_cache_dir": cache_dirs(profile, "hnsw")[0]}
 
 
@@ -180,15 +181,18 @@ def document_chunks(profile: Profile, papers: list[dict], emb: Embedder | None =
     return chunk_for_embedder(papers, emb or embedder(profile), profile.chunk_tokens, profile.chunk_overlap)
 
 
-def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool = True, chunks=None) -> DenseSearcher:
-    """Dense search over the papers (or their chunks); the snapshot's vectors come from its shipped matrix."""
+def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool = True, chunks=None,
+             backend: str | None = None) -> DenseSearcher:
+    """Dense search over the papers (or their chunks); the snapshot's vectors come from its shipped matrix
+    (``backend``: the dense backend already resolved, so that the search is the one a result records)."""
     papers = papers if papers is not None else search_papers(profile)
     emb = embedder(profile)
+    options = dense_options(profile, backend)
     if profile.collection_scope == "snapshot":
         from .search.snapshot import load_matrix
 
-        return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder), **dense_options(profile)), emb)
-    return DenseSearcher(DenseIndex.build(papers, emb, progress=progress, chunks=chunks, **dense_options(profile)), emb)
+        return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder), **options), emb)
+    return DenseSearcher(DenseIndex.build(papers, emb, progress=progress, chunks=chunks, **options), emb)
 
 
 class ProfileParts:
@@ -223,14 +227,15 @@ class ProfileParts:
     @cached_property
     def dense_backend(self) -> str:
         """The dense index's backend as it searches: the setting, ``auto`` resolved by the rows indexed
-        (the chunks when chunked, else the papers)."""
+        (the chunks when chunked, else the papers); resolved here once, for the inputs key and for the
+        searcher alike."""
         from .search.dense import resolve_backend
 
         return resolve_backend(self.profile.dense_backend, len(self.chunks) if self.chunks is not None else len(self.papers))
 
     @cached_property
     def searcher(self) -> DenseSearcher:
-        s = searcher(self.profile, self.papers, self.progress, chunks=self.chunks)
+        s = searcher(self.profile, self.papers, self.progress, chunks=self.chunks, backend=self.dense_backend)
         s.index.restrict(self.allowed)
         return s
 
@@ -545,7 +550,8 @@ def condition_profiles(profile: Profile) -> dict[str, Profile]:
 
 def condition_table(profile: Profile) -> pd.DataFrame:
     """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
-    condition, dense's headroom, searches and latency, computed from the saved runs (reading only).
+    condition, the citation hit rate of the designs that cite papers, dense's headroom, searches and
+    latency, computed from the saved runs (reading only).
     Runs stopped part-way are left out and named."""
     rows = []
     for cname, cp in condition_profiles(profile).items():
@@ -559,7 +565,7 @@ def condition_table(profile: Profile) -> pd.DataFrame:
         for d, r in summary.iterrows():
             row = {"condition": cname, "design": d, "runs": int(r.runs), "questions": int(r.questions),
                    "both_found_at_10": both.get(d) if len(both) else None,
-                   "recall_at_5": r.recall_at_5, "mrr_at_10": r.mrr_at_10, "searches": r.searches,
+                   "recall_at_5": r.recall_at_5, "mrr_at_10": r.mrr_at_10, "cited": r.get("cited"), "searches": r.searches,
                    **{f"{m}_{e}": r[f"{m}_{e}"] for m in scores.METRICS for e in ("min", "max")},
                    "latency_median_s": r.latency_median_s, "latency_mean_s": r.latency_mean_s,
                    "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,

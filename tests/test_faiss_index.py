@@ -79,12 +79,14 @@ def test_faiss_backends_answer_per_document_with_the_best_chunk():
         exact.restrict(None)
 
 
-def test_hnsw_recall_at_10_against_exact_search_on_20k_random_vectors():
+def test_hnsw_recall_at_10_against_exact_search_on_20k_random_vectors(capsys):
+    """Built in batches (more rows than one batch), with its progress shown, and as good as one add."""
     rng = np.random.default_rng(0)
     vecs = unit(rng, 20_000, 16)
     ids = [f"p{i:05d}" for i in range(20_000)]
     exact = DenseIndex(ids, vecs)
     hnsw = DenseIndex(ids, vecs, backend="faiss-hnsw", hnsw_m=16, hnsw_ef_search=64)
+    assert "HNSW graph" in capsys.readouterr().err  # 20,000 rows: two batches, a progress bar
     queries = unit(rng, 100, 16)
     recall = np.mean([len({h.id for h in hnsw.search_vector(q, 10)} & {h.id for h in exact.search_vector(q, 10)}) / 10
                       for q in queries])

@@ -100,3 +100,35 @@ def test_two_part_measures_against_ir_measures_with_two_relevant_papers(tmp_path
     for q in qs:
         assert ours.loc[q.qid, "recall_at_5"] == pytest.approx(per_q[(q.qid, "R@5")])  # per-paper recall@5
         assert ours.loc[q.qid, "both_found_at_10"] == float(per_q[(q.qid, "R@10")] == 1.0)  # both in the top 10
+
+
+def test_the_citation_hit_rate_counts_the_cited_sources_of_the_designs_that_cite_and_only_theirs():
+    """``cited`` per question: the share of the source(s) among a loop's citations (a two-part question
+    counts each paper), NaN for a design that cites nothing; the run and design means leave the
+    NaN designs out, and the loop page's and the dev choice's measures agree with it."""
+    import math
+
+    from lib.evaluation import loop_selection
+    from lib.evaluation.scores import design_summary, run_scores
+    from lib.report.loop import measures
+
+    def loop(qid, cites, run=1):
+        return Result(qid, "loop", run, ["p9", *cites], 1, ["x"], 1.0, details={"citations": cites})
+
+    sources = {"q1": "p1", "q2": "p2", "q3": "p3;p4"}
+    res = [loop("q1", ["p1"]), loop("q2", ["p7", "p8"]), loop("q3", ["p4"]),
+           loop("q1", [], run=2), loop("q2", ["p2"], run=2), loop("q3", ["p3", "p4"], run=2),
+           Result("q1", "dense", 1, ["p1"], 1, ["x"], 0.1)]
+    pq = per_question(res, sources)
+    got = pq.set_index(["design", "run", "qid"]).cited
+    assert got[("loop", 1, "q1")] == 1.0 and got[("loop", 1, "q2")] == 0.0 and got[("loop", 1, "q3")] == 0.5
+    assert got[("loop", 2, "q1")] == 0.0 and got[("loop", 2, "q3")] == 1.0
+    assert math.isnan(got[("dense", 1, "q1")])
+    rs = run_scores(pq).set_index(["design", "run"]).cited
+    assert rs[("loop", 1)] == pytest.approx(0.5) and rs[("loop", 2)] == pytest.approx(2 / 3)
+    assert math.isnan(rs[("dense", 1)])
+    summary = design_summary(pq).set_index("design").cited
+    assert summary["loop"] == pytest.approx((0.5 + 2 / 3) / 2) and math.isnan(summary["dense"])
+    run1 = [r for r in res if r.design == "loop" and r.run == 1]
+    assert loop_selection.arm_measures(run1, sources)["citation_hit_rate"] == pytest.approx(0.5)
+    assert measures(run1, sources).citation_hit.mean() == pytest.approx(0.5)

@@ -24,8 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .metrics import scores_of
-from .relevance import relevant_ids
+from .metrics import citation_hit, scores_of
 
 DESIGNS = ("loop", "loop_question_first")
 PROMPTS = ("one_example", "no_example", "two_examples")
@@ -63,13 +62,6 @@ def counts(values: Sequence[int]) -> dict[str, int]:
     return {str(k): v for k, v in sorted(Counter(int(x) for x in values).items())}
 
 
-def citation_hit(result, source: str) -> float:
-    """The share of the question's source paper(s) among the loop's citations."""
-    src = relevant_ids(source)
-    cites = set(result.details.get("citations", []))
-    return sum(s in cites for s in src) / len(src)
-
-
 def arm_measures(results: Sequence, sources: Mapping[str, str]) -> dict:
     """One arm's measures over its results on the questions of ``sources``: citation hit rate,
     recall@5 and MRR@10 of the ranked list, means of model turns, searches (every search, the code's
@@ -83,7 +75,8 @@ def arm_measures(results: Sequence, sources: Mapping[str, str]) -> dict:
     searches = [int(r.searches) for r in res]
     reads = [len(r.details.get("read", [])) for r in res]
     return {"questions": len(res),
-            "citation_hit_rate": float(np.mean([citation_hit(r, sources[r.qid]) for r in res])),
+            "citation_hit_rate": float(np.mean([citation_hit(r.details.get("citations", []), sources[r.qid])
+                                                for r in res])),
             "recall_at_5": float(np.mean([s["recall_at_5"] for s in sc])),
             "mrr_at_10": float(np.mean([s["mrr_at_10"] for s in sc])),
             "turns_mean": float(np.mean(turns)), "searches_mean": float(np.mean(searches)),

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .relevance import is_judged, judgements
+from .relevance import is_judged, judgements, relevant_ids
 
 
 def recall_at_k(ranked: Sequence[str], relevant: str, k: int = 5) -> float:
@@ -92,15 +92,32 @@ def qrels_scores(ranked: Sequence[str], relevant: Mapping[str, float]) -> dict:
             "ndcg_at_10": ndcg_at_k(ranked, gains, 10), "rank": rank}
 
 
+def citation_hit(citations: Iterable[str], source: str) -> float:
+    """The share of the question's source paper(s) among the papers a design cited (1 or 0; for a
+    two-part question 0, 0.5 or 1; judgements: the share of the relevant documents cited)."""
+    src, cites = relevant_ids(source), set(citations)
+    return sum(s in cites for s in src) / len(src)
+
+
+def cited(result, source: str) -> float:
+    """:func:`citation_hit` of a result whose design cites papers (the tool-calling loops record
+    ``citations``); NaN for a design that cites none, so a mean over designs never mixes them in."""
+    if "citations" not in result.details:
+        return float("nan")
+    return citation_hit(result.details["citations"], source)
+
+
 def per_question(results: Iterable, sources: dict[str, str]) -> pd.DataFrame:
-    """One row per (design, run, question) with both scores, the source's rank and usage. A source
-    given as two ids joined by ";" is a two-part question (:func:`twopart_scores`)."""
+    """One row per (design, run, question) with both scores, the source's rank, whether it was cited
+    (``cited``: :func:`cited`, NaN for designs that cite nothing) and usage. A source given as two
+    ids joined by ";" is a two-part question (:func:`twopart_scores`)."""
     rows = []
     for r in results:
         if r.qid not in sources:
             continue
         found = scores_of(r.ranked_ids, sources[r.qid])
-        rows.append({"design": r.design, "run": r.run, "qid": r.qid, **found, "searches": r.searches,
+        rows.append({"design": r.design, "run": r.run, "qid": r.qid, **found, "cited": cited(r, sources[r.qid]),
+                     "searches": r.searches,
                      "latency_s": r.latency_s, "llm_calls": r.llm_calls, "tokens_in": r.tokens_in,
                      "tokens_out": r.tokens_out, "cost_usd": r.cost_usd, "stop_reason": r.stop_reason})
     return pd.DataFrame(rows)

@@ -56,14 +56,21 @@ def complete_questions(pq: pd.DataFrame, qids: list[str]) -> list[str]:
 
 
 def run_scores(pq: pd.DataFrame) -> pd.DataFrame:
-    """One row per design and run: means over questions, and usage (results/scores.csv)."""
+    """One row per design and run: means over questions (the citation hit rate ``cited`` for the
+    designs that cite papers), and usage (results/scores.csv)."""
     g = pq.groupby(["design", "run"])
     df = g.agg(questions=("qid", "count"), recall_at_5=("recall_at_5", "mean"), mrr_at_10=("mrr_at_10", "mean"),
                searches=("searches", "mean"), latency_median_s=("latency_s", "median"),
                latency_p90_s=("latency_s", lambda x: float(np.quantile(x, 0.9))), llm_calls=("llm_calls", "mean"),
                tokens_in=("tokens_in", "mean"), tokens_out=("tokens_out", "mean"), cost_usd=("cost_usd", "mean"),
-               cost_total_usd=("cost_usd", "sum")).reset_index()
+               cost_total_usd=("cost_usd", "sum"), **_cited(pq)).reset_index()
     return _ordered(df)
+
+
+def _cited(pq: pd.DataFrame) -> dict:
+    """The citation hit rate's aggregation (``cited``: the share of questions whose source the design
+    cited; NaN for designs that cite nothing), where the rows carry it."""
+    return {"cited": ("cited", "mean")} if "cited" in pq else {}
 
 
 def _ordered(df: pd.DataFrame) -> pd.DataFrame:
@@ -87,7 +94,8 @@ def design_summary(pq: pd.DataFrame) -> pd.DataFrame:
                     "latency_p90_s": float(np.quantile(sub["latency_s"], 0.9)),
                     "llm_calls": sub["llm_calls"].mean(), "tokens_in": sub["tokens_in"].mean(),
                     "tokens_out": sub["tokens_out"].mean(), "cost_usd_per_q": sub["cost_usd"].mean(),
-                    "cost_total_usd": g["cost_total_usd"].mean()})
+                    "cost_total_usd": g["cost_total_usd"].mean(),
+                    "cited": float(sub["cited"].mean()) if "cited" in sub else float("nan")})
         for n in (1, 2, 3):
             row[f"searches_{n}"] = float((sub["searches"] == n).mean())
         rows.append(row)

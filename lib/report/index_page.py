@@ -64,7 +64,7 @@ def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | 
     rows = []
     for d in designs:
         row = {"condition": condition, **{k: d.get(k) for k in (
-            "design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s", "latency_mean_s",
+            "design", "runs", "questions", "recall_at_5", "mrr_at_10", "cited", "searches", "latency_median_s", "latency_mean_s",
             "llm_calls", "cost_usd_per_q", "recall_at_5_min", "recall_at_5_max", "mrr_at_10_min", "mrr_at_10_max")},
                "tokens": (d.get("tokens_in") or 0) + (d.get("tokens_out") or 0),
                "dense_misses_at_5": head.get("dense_misses_at_5"), "not_scored": ""}
@@ -332,11 +332,13 @@ def conditions_list(table: pd.DataFrame, profile=None) -> str:
 def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) -> str:
     """Every condition's scores, one block of rows per condition: each design's recall@5 and MRR@10
     with its difference from dense and the 95% range (in the default condition the article's
-    published difference beneath ours, in grey); runs, searches and median latency."""
+    published difference beneath ours, in grey); the citation hit rate of the designs that cite papers
+    (the tool-calling loops' own measure: the share of questions whose source is among their
+    citations); runs, searches and median latency."""
     name = design_namer(profile)
     article = shows_article(_profile(profile))
     head = ["design", "runs", "recall@5", "recall@5 − dense [95% range]", "MRR@10", "MRR@10 − dense [95% range]",
-            "searches per question", "median latency (s)", "both found @10"]
+            "source cited (loops)", "searches per question", "median latency (s)", "both found @10"]
     body = []
     for c, g in table.groupby("condition", sort=False):
         scored = _scored(g)
@@ -363,8 +365,9 @@ def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) 
                 elif c == default and art not in ("—", ""):
                     v += f'<br><span class="art">the article: {html.escape(art)}</span>'
                 cells += [v, ours]
-            both = r.get("both_found_at_10")
-            cells += [number(r.searches, 2), seconds(r.latency_median_s),
+            both, cited = r.get("both_found_at_10"), r.get("cited")
+            cells += [fixed(cited) if cited is not None and pd.notna(cited) else "", number(r.searches, 2),
+                      seconds(r.latency_median_s),
                       fixed(both) if both is not None and pd.notna(both) else ""]
             body.append("<tr>" + "".join(f'<td class="n">{x}</td>' for x in cells) + "</tr>")
     return ('<div class="scroll"><table class="scores"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head)

@@ -14,7 +14,7 @@ from IPython.display import Markdown, display
 from .. import pipeline
 from ..config import ROOT, condition_env, shown_path
 from ..designs.loop import ENDINGS, QUESTION_FIRST, code_searches, model_queries, shown_ids
-from ..evaluation.metrics import scores_of
+from ..evaluation.metrics import citation_hit, scores_of
 from ..evaluation.relevance import relevant_ids
 from ..runs import read_results, run_files
 from .display import readable, styled, transposed
@@ -68,7 +68,7 @@ def measures(results, sources: dict[str, str], design: str = NAME) -> pd.DataFra
         cites = d.get("citations", [])
         rows.append({"run": r.run, "qid": r.qid, **{k: v for k, v in scores_of(r.ranked_ids, sources[r.qid]).items()
                                                    if k in ("recall_at_5", "mrr_at_10")},
-                     "citation_hit": sum(s in cites for s in src) / len(src),
+                     "citation_hit": citation_hit(cites, sources[r.qid]),
                      "citations": len(cites), "citation_precision": (sum(c in src for c in cites) / len(cites)
                                                                      if cites else np.nan),
                      "papers_read": d.get("papers_read", 0), "searches": r.searches,

@@ -57,7 +57,7 @@ class FaissIndex:
             if self.index is None:
                 self.index = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT)
                 self.index.hnsw.efConstruction = ef_construction
-                self.index.add(vectors)
+                _add_with_progress(self.index, vectors)
                 if self.cache_path is not None:
                     _write_cached(self.index, self.cache_path)
         else:
@@ -111,6 +111,21 @@ class FaissIndex:
             if exhausted or (len(rank) == k and doc_scores[rank[-1]] > scores.min()):
                 return docs[rank].tolist(), doc_scores[rank].tolist(), doc_rows[rank].tolist()
             depth = min(self.allowed_rows, 2 * depth)
+
+
+BUILD_BATCH = 16_384  # rows added to an HNSW graph at a time, so its long build shows progress
+
+
+def _add_with_progress(index, vectors: np.ndarray) -> None:
+    """Add the rows to a graph in batches (HNSW inserts incrementally: the same graph as one add, up to
+    faiss's own thread order), with a progress bar when there is more than one batch."""
+    from tqdm.auto import tqdm
+
+    n = len(vectors)
+    with tqdm(total=n, desc="HNSW graph", unit="rows", disable=n <= BUILD_BATCH) as bar:
+        for start in range(0, n, BUILD_BATCH):
+            index.add(vectors[start:start + BUILD_BATCH])
+            bar.update(min(BUILD_BATCH, n - start))
 
 
 def hnsw_key(vectors: np.ndarray, m: int, ef_construction: int) -> str:
