@@ -519,7 +519,7 @@ def condition_env(profile: Profile) -> str:
 
 
 # names a notebook's parameters cell may hold besides the settings
-NOTEBOOK_PARAMETERS = ("runs",)
+NOTEBOOK_PARAMETERS = ("runs", "design")  # design: which loop notebook 9 leads with
 
 
 def notebook_profile(namespace: dict[str, Any]) -> Profile:

@@ -29,27 +29,37 @@
 # the token budget; on either cap the code makes one last call for the answer only (or, when even
 # that would not fit, makes none and cites nothing), and the record names the cap. Never a silent cut.
 #
+# Two first searches: in `loop` the model makes the first search; in `loop_question_first` the code
+# searches the question as written first (as the article's agent does) and shows its result to the
+# model as the first tool result, before the model's first turn. That search is a code-decided step
+# of the trace, counts as one of the loop's searches (so the question's own list is always in the
+# fusion) and takes no model turn; its tokens count in the budget.
+#
 # Scored like the other designs: the citations first, in the order cited, then the RRF fusion
-# (k = `rrf_k`) of every search the loop ran. Its own measures: citation hit rate (the source among
-# the citations), papers read, searches, model turns, tokens and how loops ended. Every result keeps
-# a trace of every step: who decided it (the model or the code), what it was, its tokens and time.
+# (k = `rrf_k`) of every search the loop ran. Its own measure is the **citation hit rate**: the share
+# of questions whose source paper is among the citations (for two-part questions, the share of the
+# two papers cited). Also: papers read, searches, model turns, tokens and how loops ended. Every
+# result keeps a trace of every step: who decided it (the model or the code), what it was, its
+# tokens and time.
 #
 # The local model (Qwen2.5-Coder-1.5B) writes one JSON call a turn under a grammar that lets it read
 # or cite only papers its searches showed, after the worked examples of the prompt variant
-# `loop_prompt` (`one_example`, the default; `no_example`; `two_examples`, the second searching twice
-# and citing two papers; chosen on the dev questions by the rule of `docs/loop.md`); Claude gets
-# native tool use and no worked example (`lib/llm/prompts.py`). A stub model (`loop_backend`:
-# `scripted` searches, reads the top hit and cites it; `echo` never calls a tool) tries the loop with
-# no model; its results go to a variant folder.
+# `loop_prompt` (`one_example`, the prompt of every loop saved before the choice; `no_example`;
+# `two_examples`, the second example searching twice and citing two papers). The prompt and the first
+# search were chosen on the dev questions, never on these, by the rule of `docs/loop.md`; the page
+# leads with the loop so chosen. Claude gets native tool use and no worked example
+# (`lib/llm/prompts.py`). A stub model (`loop_backend`: `scripted` searches, reads the top hit and
+# cites it; `echo` never calls a tool) tries the loop with no model; its results go to a variant folder.
 
 # %% tags=["parameters"]
 profile = "offline"
+design = None             # None: the loop chosen on the dev set; loop | loop_question_first
 question_form = None      # full | short
 question_limit = None     # e.g. 20 to try the design on the first 20 questions
 loop_max_steps = None     # None: the profile's caps
 loop_max_tokens = None
 loop_search_k = None
-loop_prompt = None        # None: the profile's (one_example); no_example | two_examples
+loop_prompt = None        # None: the profile's (chosen on dev); one_example | no_example | two_examples
 loop_backend = None       # None: the profile's llm_backend; "scripted" or "echo": a stub model (no model needed)
 runs = None               # None: the runs recorded (a stub: the profile's n_runs); e.g. [1]
 llm_backend = None        # None: the profile's (offline: replay); local or anthropic calls a model
@@ -60,20 +70,39 @@ from lib.report import loop as loop_report
 from lib.report.pages import design_page
 
 cfg = notebook_profile(globals())
-page = design_page(cfg, "loop", runs=runs)
+lead = loop_report.lead_design(design)
+short = loop_report.headline(cfg, lead)
+
+# %% [markdown]
+# ## The prompt and the first search, chosen on the dev set
+# Six arms, the model-first and the question-first loop each with three prompts (`one_example`: its
+# single worked example; `no_example`; `two_examples`: two contrasting examples, one of which searches
+# twice), are run once on the first 60 dev questions, and the rule of `docs/loop.md`, written before
+# any dev score was seen, chooses one: the highest citation hit rate, and within 0.02 of it the fewest
+# model turns. Below: every arm's measures on dev, its searches and turns as distributions
+# (value: questions), and the choice; nothing is run here (`make loop-selection` runs the arms and
+# writes `results/dev/loop_selection.json`).
+
+# %%
+selection = loop_report.selection_page(cfg)
+
+# %% [markdown]
+# ## The chosen loop on these questions
+
+# %%
+page = design_page(cfg, lead, runs=runs)
 
 # %% [markdown]
 # ## The loop's own measures
-# Per complete run: the share of questions whose citations include the source paper (for two-part
-# questions, the share of the two papers cited), citations per question and the share of them that
-# are the source, papers read, searches and model turns per question, tokens (every call's whole
-# prompt counted; `prompt_reused`: the prompt tokens the local model took from its cache of the
-# previous turn instead of processing them again), median latency, and the share of loops each
-# ending closed (`stop`: the model answered; `step_cap`, `token_budget`: a cap forced the answer;
-# `refusal`, `max_tokens`: a reply that could not be used).
+# Per complete run: the citation hit rate, citations per question and the share of them that are the
+# source, papers read, searches and model turns per question, tokens (every call's whole prompt
+# counted; `prompt_reused`: the prompt tokens the local model took from its cache of the previous
+# turn instead of processing them again), median latency, and the share of loops each ending closed
+# (`stop`: the model answered; `step_cap`, `token_budget`: a cap forced the answer; `refusal`,
+# `max_tokens`: a reply that could not be used).
 
 # %%
-measures = loop_report.measures_page(cfg)
+measures = loop_report.measures_page(cfg, lead)
 
 # %% [markdown]
 # ## One question, step by step
@@ -83,48 +112,40 @@ measures = loop_report.measures_page(cfg)
 # from the previous turn's processed prefix) and the model's time; the code's steps their own time.
 
 # %%
-example = loop_report.step_through(cfg)
+example = loop_report.step_through(cfg, lead)
 
 # %% [markdown]
 # ## How long the loops ran, and how they ended
 
 # %%
-steps = loop_report.steps_page(cfg)
+steps = loop_report.steps_page(cfg, lead)
 
 # %% [markdown]
 # ## Where the loop loses the source
 # Each loop against dense's saved list for the same question: did one of the loop's searches show
 # the model the source paper, did the model read it, did it cite it? And how the model's own queries
-# compare in length with the question it was given. The local prompt's default worked example
-# searches once with a rewritten query, reads one paper and answers; the other prompts (`loop_prompt`)
-# are chosen among on the dev questions (`docs/loop.md`), not on these.
+# compare in length with the question it was given.
 
 # %%
-lost = loop_report.lost_page(cfg)
+lost = loop_report.lost_page(cfg, design=lead)
 
 # %% [markdown]
-# ## The question-first loop
-# `loop_question_first` is the same loop, with the same caps, tools and ranked-list rule, except that
-# the code makes the first search, with the question as written (as the agent's first search is), and
-# shows its result to the model as the first tool result before the model's first turn. That search is
-# a code-decided step of the trace, counts as one of the loop's searches (so the question's own list
-# is always in the fusion) and takes no model turn; its tokens count in the budget. Below, when its
-# runs are saved: its measures beside the model-first loop's, one of its questions step by step, its
-# steps and where it loses the source. Nothing is run here: its runs are recorded apart
-# (`scripts/run_designs.py PROFILE loop_question_first 1`), and this section says so when there are none.
+# ## The other first search
+# The same loop, with the same prompt, caps, tools and ranked-list rule, with the other first search
+# (the model's own, or the code's search of the question). Below, when its runs are saved: its
+# measures beside the chosen loop's, one of its questions step by step, its steps and where it loses
+# the source. Nothing is run here: its runs are recorded apart
+# (`scripts/run_designs.py PROFILE DESIGN 1`), and this section says so when there are none.
 
 # %%
-question_first = loop_report.question_first_page(cfg)
+other = loop_report.other_first_page(cfg, lead)
 
 # %% [markdown]
-# ## The prompt and the first search, chosen on the dev set
-# The loop's prompt was not tuned on these questions. Six arms, the model-first and the question-first
-# loop each with three prompts (`one_example`: its single worked example; `no_example`; `two_examples`:
-# two contrasting examples, one of which searches twice), are run once on the first 60 dev questions,
-# and the rule of `docs/loop.md`, written before any dev score was seen, chooses one: the highest
-# citation hit rate, and within 0.02 of it the fewest model turns. Below: every arm's measures on dev,
-# its searches and turns as distributions (value: questions), and the choice; nothing is run here
-# (`make loop-selection` runs the arms and writes `results/dev/loop_selection.json`).
+# ## Before the choice: the earlier prompt
+# Every loop saved before the choice used `one_example`, whose single worked example searches once
+# with a rewritten query, reads one paper and answers; every one of those loops copied that shape.
+# Those runs are kept, in the variant folder of that setting, and shown here beside the chosen
+# prompt's on the same questions.
 
 # %%
-selection = loop_report.selection_page(cfg)
+earlier = loop_report.earlier_prompt_page(cfg)

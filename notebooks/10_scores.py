@@ -91,10 +91,12 @@ effort = summary[["design", "searches", "searches_1", "searches_2", "searches_3"
 show(effort, profile=cfg, decimals_for={"tokens_in": 0, "tokens_out": 0, "cost_usd_per_q": 5})
 
 # %% [markdown]
-# ## The tool-calling loop's own measures
-# Over the same scored questions (notebook 9 shows the loop step by step): the share of questions
-# whose citations include the source, citations, papers read, searches and model turns per question,
-# tokens, and how loops ended, with the caps the loop ran under.
+# ## The tool-calling loops' own measures
+# Over the same scored questions (notebook 9 shows the loops step by step), for each loop design with
+# a scored run (the model-first and the question-first loop) and the prompt it ran with: the share of
+# questions whose citations include the source (the citation hit rate, also in the index's scores
+# table), citations, papers read, searches and model turns per question, tokens, and how loops
+# ended, with the caps the loops ran under.
 
 # %%
 loop_measures = loop_report.scores_section(cfg, sc)

@@ -381,7 +381,8 @@ def test_the_loop_page_shows_every_dev_arm_and_the_choice_or_that_none_is_made(t
     shown_objects = []
     monkeypatch.setattr(loop_report, "display", shown_objects.append)
     assert loop_report.selection_page(cfg, path) == {}
-    assert "Not chosen yet" in shown_objects[0].data and "`one_example`" in shown_objects[0].data
+    assert "Not chosen yet" in shown_objects[0].data and f"`{cfg.loop_prompt}`" in shown_objects[0].data
+    assert loop_report.lead_design(None, path) == "loop"  # before any choice: the model-first loop
     path.write_text(json.dumps(record))
     shown = loop_report.selection_page(cfg, path)
     table = shown["table"]
@@ -392,5 +393,51 @@ def test_the_loop_page_shows_every_dev_arm_and_the_choice_or_that_none_is_made(t
     assert table.iloc[0]["turns (value: questions)"] == "3: 4"
     path.write_text(json.dumps(record, sort_keys=True))  # as write_json saves it: the arms in the order of ARMS still
     again = loop_report.selection_page(cfg, path)["table"]
-    designs = again.loop.map({"the loop": "loop", "the question-first loop": "loop_question_first"})
+    designs = again.loop.map({"the model-first loop": "loop", "the question-first loop": "loop_question_first"})
     assert [f"{d}:{p}" for d, p in zip(designs, again.prompt)] == list(sel.ARMS)
+    # the page leads with the chosen loop unless told otherwise; anything else is refused by name
+    assert loop_report.lead_design(None, path) == "loop_question_first" == loop_report.other_design("loop")
+    assert loop_report.lead_design("loop", path) == "loop"
+    with pytest.raises(ValueError, match="parameter design"):
+        loop_report.lead_design("agent", path)
+
+
+def test_the_loops_saved_before_the_choice_are_read_from_their_settings_variant_folder():
+    """The chosen prompt is the profiles'; the loops saved with the earlier one (one_example) are kept in
+    that setting's variant folder of each condition, and read there with the key they were saved with."""
+    from lib.report import loop as loop_report
+
+    cfg = load_profile("offline")
+    chosen = json.loads(loop_report.LOOP_SELECTION.read_text())["choice"]
+    assert cfg.loop_prompt == chosen["loop_prompt"] == load_profile("pilot").loop_prompt
+    assert load_profile("dev").loop_prompt == loop_report.EARLIER_PROMPT  # the dev arms are named against it
+    for condition in ({}, {"question_set": "twopart"}):
+        earlier = loop_report.earlier_profile(load_profile("offline", **condition))
+        assert earlier.loop_prompt == "one_example"
+        folder = pipeline.results_dir(earlier)
+        assert folder.parent.name == "variants" and folder.name.startswith("loop_prompt-")
+        runs = loop_report.saved_runs(earlier, design="loop")
+        assert runs and all(loop_report.prompt_of(rs) == "one_example" for rs in runs.values())
+        assert all("loop_prompt" not in r.provenance for rs in runs.values() for r in rs)  # their key, unchanged
+        assert folder.relative_to(ROOT).parts[0] == "results"
+    assert loop_report.earlier_profile(load_profile("dev")) is None
+
+
+def test_the_loop_page_opens_with_the_chosen_loop_and_what_it_found(monkeypatch):
+    """Notebook 9's first lines, from the pilot's saved runs: the loop chosen on dev (or the one asked
+    for), its prompt, its citation hit rate and its ranked list against dense with the paired range."""
+    from lib.report import loop as loop_report
+    from lib.report.pages import against_dense
+
+    monkeypatch.setattr(loop_report, "display", lambda *_: None)
+    cfg = load_profile("pilot")
+    lead = loop_report.lead_design(None)
+    text = loop_report.headline(cfg, lead)
+    m = loop_report.means_of(cfg, lead)
+    deltas = against_dense(cfg, lead)[0].set_index("metric")
+    assert text.startswith(f"This page leads with {loop_report.DESIGN_TITLES[lead]} (`{lead}`, prompt "
+                           f"`{cfg.loop_prompt}`; chosen on the dev set, below")
+    assert f"cited the source paper in {m.citation_hit_rate:.0%}" in text
+    assert f"MRR@10 {deltas.loc['mrr_at_10', 'delta']:+.3f}".replace("-", "−") in text
+    asked = loop_report.headline(cfg, loop_report.other_design(lead))
+    assert "as asked for by the parameter `design`" in asked

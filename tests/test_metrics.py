@@ -132,3 +132,8 @@ def test_the_citation_hit_rate_counts_the_cited_sources_of_the_designs_that_cite
     run1 = [r for r in res if r.design == "loop" and r.run == 1]
     assert loop_selection.arm_measures(run1, sources)["citation_hit_rate"] == pytest.approx(0.5)
     assert measures(run1, sources).citation_hit.mean() == pytest.approx(0.5)
+    # with a two-part question among them, the loop's summary also gives the share citing every source
+    from lib.report.loop import summary as loop_summary
+
+    assert loop_summary(measures(run1, sources)).citation_all_rate.iloc[0] == pytest.approx(1 / 3)
+    assert "citation_all_rate" not in loop_summary(measures(run1[:2], sources))

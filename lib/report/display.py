@@ -135,7 +135,8 @@ HEADINGS = {
     "questions_for_0.01": "questions for a 0.01 difference", "expected": "expected", "got": "now",
     "drift": "drift", "status": "status", "qid": "question id", "stop_reason": "ended by",
     # the tool-calling loop
-    "citation_hit_rate": "source cited (share)", "citations_per_q": "citations per question",
+    "citation_hit_rate": "source cited (share)", "citation_all_rate": "every source cited (share of questions)",
+    "citations_per_q": "citations per question",
     "citation_precision": "citations that are the source (share)", "papers_read_per_q": "papers read per question",
     "searches_per_q": "searches per question", "turns_per_q": "model turns per question",
     "tokens_in_per_q": "input tokens per question", "tokens_out_per_q": "output tokens per question",

@@ -13,36 +13,85 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import ROOT, condition_env, shown_path
-from ..designs.loop import ENDINGS, QUESTION_FIRST, code_searches, model_queries, shown_ids
+from ..designs.loop import ENDINGS, LOOP_DESIGNS, QUESTION_FIRST, code_searches, model_queries, shown_ids
 from ..evaluation.metrics import citation_hit, scores_of
 from ..evaluation.relevance import relevant_ids
 from ..runs import read_results, run_files
-from .display import readable, styled, transposed
+from .display import readable, styled, transposed, with_range
 from .pages import reading
 from .plots import _save
 
 NAME = "loop"
-DESIGN_TITLES = {NAME: "the loop", QUESTION_FIRST: "the question-first loop"}
+DESIGN_TITLES = {NAME: "the model-first loop", QUESTION_FIRST: "the question-first loop"}
+EARLIER_PROMPT = "one_example"  # the prompt of every loop saved before the choice on dev (docs/loop.md)
 # the loop summary's columns that are shares of questions (shown as percentages)
-LOOP_SHARES = {"citation_hit_rate", "citation_precision", "ended_stop", "ended_step_cap", "ended_token_budget",
+LOOP_SHARES = {"citation_hit_rate", "citation_all_rate", "citation_precision", "ended_stop", "ended_step_cap", "ended_token_budget",
                "ended_refusal", "ended_max_tokens", "forced_final", "final_by_code"}
 MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
 
 
+def chosen_design(path=None) -> str:
+    """The loop design the page leads with: the one chosen on the dev set (``loop_selection.json``,
+    docs/loop.md), or the model-first loop before any choice."""
+    import json
+
+    path = LOOP_SELECTION if path is None else path
+    if not path.exists():
+        return NAME
+    return json.loads(path.read_text())["choice"]["design"]
+
+
+def lead_design(design: str | None = None, path=None) -> str:
+    """The page's loop design: the one given (``loop`` or ``loop_question_first``), or the one chosen on dev."""
+    if design is None:
+        return chosen_design(path)
+    if design not in LOOP_DESIGNS:
+        raise ValueError(f"parameter design: expected one of {', '.join(LOOP_DESIGNS)} (or None: the one chosen on "
+                         f"the dev set), got {design!r}")
+    return design
+
+
+def headline(profile, lead: str) -> str:
+    """Notebook 9's first lines: which loop the page leads with and why, and what it found here (its
+    citation hit rate and its ranked list against dense on the same questions), from the saved runs."""
+    from .pages import against_dense
+
+    title = DESIGN_TITLES.get(lead, lead)
+    why = ("chosen on the dev set, below" if lead == chosen_design() and LOOP_SELECTION.exists()
+           else "as asked for by the parameter `design`" if lead != chosen_design() else "no choice made on dev yet")
+    m = means_of(profile, lead)
+    if m is None:
+        text = f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}); it has no complete run here."
+    else:
+        deltas, n, _ = against_dense(profile, lead)
+        d = {r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}
+        vs = "; ".join(f"{label} {with_range(d[k].delta, d[k].low, d[k].high)}"
+                       for k, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")) if k in d)
+        text = (f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}). Over "
+                f"{int(m.questions)} questions it {_means_words(m, lead)}"
+                + (f"; against dense on the same {n} questions: {vs}." if vs else "."))
+    display(Markdown(f"**In short.** {text}"))
+    return text
+
+
+def other_design(design: str) -> str:
+    """The loop with the other first search."""
+    return QUESTION_FIRST if design == NAME else NAME
+
+
 def no_run_text(profile, short: bool = False, design: str = NAME) -> str:
     """What the page says when no run of the loop design is saved (``short``: after the first time)."""
+    title = DESIGN_TITLES.get(design, design)
     if short:
-        return "No loop run saved yet (see above)." if design == NAME else f"No {design} run saved yet (see above)."
+        return f"No run of {title} saved yet (see above)."
     env = condition_env(profile)
     env = f" {env}" if env else ""
     record = (f"Record one with the local model (`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python "
               f"scripts/run_designs.py {profile.name} {design} 1`, resumable)")
-    if design != NAME:
-        return (f"{DESIGN_TITLES[design].capitalize()} (`{design}`): not run. No run is saved in "
-                f"`{shown_path(pipeline.results_dir(profile) / design)}` for this profile and condition. {record}.")
-    return (f"No loop run is saved yet in `{shown_path(pipeline.results_dir(profile) / NAME)}` for this profile and "
-            f"condition, so there is nothing to show here. {record}, or try the loop with a stub model: "
-            "`make notebook NB=09 PARAMS=\"-p loop_backend scripted\"` (its results go to a variant folder).")
+    return (f"{title[:1].upper()}{title[1:]} (`{design}`, prompt `{profile.loop_prompt}`): not run. No run is saved in "
+            f"`{shown_path(pipeline.results_dir(profile) / design)}` for this profile and condition. {record}, or "
+            f"try it with a stub model: `make notebook NB=09 PARAMS=\"-p design {design} -p loop_backend scripted\"` "
+            "(its results go to a variant folder).")
 
 
 def saved_runs(profile, complete: bool = True, design: str = NAME) -> dict[int, list]:
@@ -68,7 +117,8 @@ def measures(results, sources: dict[str, str], design: str = NAME) -> pd.DataFra
         cites = d.get("citations", [])
         rows.append({"run": r.run, "qid": r.qid, **{k: v for k, v in scores_of(r.ranked_ids, sources[r.qid]).items()
                                                    if k in ("recall_at_5", "mrr_at_10")},
-                     "citation_hit": citation_hit(cites, sources[r.qid]),
+                     "citation_hit": citation_hit(cites, sources[r.qid]), "sources": len(src),
+                     "citation_all": float(all(x in cites for x in src)),
                      "citations": len(cites), "citation_precision": (sum(c in src for c in cites) / len(cites)
                                                                      if cites else np.nan),
                      "papers_read": d.get("papers_read", 0), "searches": r.searches,
@@ -85,7 +135,10 @@ def summary(pq: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for run, g in pq.groupby("run"):
         row = {"run": run, "questions": len(g), "recall_at_5": g.recall_at_5.mean(), "mrr_at_10": g.mrr_at_10.mean(),
-               "citation_hit_rate": g.citation_hit.mean(), "citations_per_q": g.citations.mean(),
+               "citation_hit_rate": g.citation_hit.mean(),
+               # two-part questions: the share of questions citing every source, beside the share of sources cited
+               **({"citation_all_rate": g.citation_all.mean()} if (g.sources > 1).any() else {}),
+               "citations_per_q": g.citations.mean(),
                "citation_precision": g.citation_precision.mean(), "papers_read_per_q": g.papers_read.mean(),
                "searches_per_q": g.searches.mean(), "turns_per_q": g.turns.mean(), "tokens_in_per_q": g.tokens_in.mean(),
                "tokens_out_per_q": g.tokens_out.mean(), "prompt_reused_per_q": g.prompt_reused.mean(),
@@ -322,20 +375,24 @@ def lost_page(profile, baseline: str = "dense", design: str = NAME) -> dict:
     reading(f"The loop's searches showed the source for {fq.shown.mean():.0%} of loops, against "
             f"{fq.baseline_top_k.mean():.0%} for {baseline}'s top 5 on the question as written: "
             f"{lost_at_search:.0%} of loops lost a source {baseline} had found before the model read anything. "
-            f"The model's own queries averaged {fq.query_words.mean():.1f} words against the question's "
-            f"{fq.question_words.mean():.1f}, and {own}. Where a search showed the "
+            + (f"The model's own queries averaged {fq.query_words.mean():.1f} words against the question's "
+               f"{fq.question_words.mean():.1f}, and {own}. " if fq.query_words.notna().any() else
+               f"The model wrote no query of its own in any loop (the question: {fq.question_words.mean():.1f} "
+               "words). ")
+            + "Where a search showed the "
             f"source, the loop read it in {shown.read.mean() if len(shown) else float('nan'):.0%} and cited it in "
             f"{shown.cited.mean() if len(shown) else float('nan'):.0%} of loops.")
     return {"funnel": fq, "table": table}
 
 
-# ------------------------------------------------------------------ the question-first loop beside the loop
-def side_by_side(profile) -> pd.DataFrame:
-    """Each loop design's measures on the scored questions, one column per (design, complete run),
-    one row per measure; empty when neither has a complete run."""
-    sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
+# ------------------------------------------------------------------ the other first search, the earlier prompt
+def side_by_side(columns) -> pd.DataFrame:
+    """Loop runs' measures on the scored questions, one column per (profile, design, complete run) of
+    ``columns`` (pairs of a profile and a loop design), one row per measure, each column naming its
+    design and prompt; empty when none has a complete run."""
     frames = []
-    for design in (NAME, QUESTION_FIRST):
+    for profile, design in columns:
+        sources = {q.qid: q.source_id for q in pipeline.scored_questions(profile)}
         runs = saved_runs(profile, design=design)
         if runs:
             table = summary(measures([r for rs in runs.values() for r in rs], sources, design))
@@ -360,74 +417,114 @@ def means_of(profile, design: str):
     return summary(measures([r for rs in runs.values() for r in rs], sources, design)).mean(numeric_only=True)
 
 
-def question_first_page(profile, baseline: str = "dense") -> dict:
-    """Notebook 9: the question-first loop (``loop_question_first``: the code searches the question as
-    written first) beside the model-first loop, then its own step-through, steps and funnel; when none
-    of its runs is saved, a line saying it was not run (reading only: nothing is run here)."""
-    if not saved_runs(profile, complete=False, design=QUESTION_FIRST):
-        display(Markdown(no_run_text(profile, design=QUESTION_FIRST)))
+def _means_words(m, design: str) -> str:
+    code = " (one of them the code's)" if design == QUESTION_FIRST else ""
+    return (f"cited the source paper in {m.citation_hit_rate:.0%} of questions with {m.turns_per_q:.2f} model turns "
+            f"and {m.searches_per_q:.2f} searches per question{code}, its ranked list at recall@5 {m.recall_at_5:.3f} "
+            f"and MRR@10 {m.mrr_at_10:.3f}")
+
+
+def other_first_page(profile, lead: str, baseline: str = "dense") -> dict:
+    """Notebook 9: the loop with the other first search than the page's ``lead`` design (the
+    model-first loop makes its own first search; the question-first loop's code searches the question
+    as written first), beside the lead, then its own step-through, steps and funnel; when none of its
+    runs is saved, a line saying it was not run (reading only: nothing is run here)."""
+    other = other_design(lead)
+    title = DESIGN_TITLES[other]
+    if not saved_runs(profile, complete=False, design=other):
+        display(Markdown(no_run_text(profile, design=other)))
         return {}
-    if not saved_runs(profile, design=QUESTION_FIRST):
-        display(Markdown(f"The question-first loop has runs saved part-way only (in "
-                         f"`{shown_path(pipeline.results_dir(profile) / QUESTION_FIRST)}`): not scored yet. "
+    if not saved_runs(profile, design=other):
+        display(Markdown(f"{title[:1].upper()}{title[1:]} has runs saved part-way only (in "
+                         f"`{shown_path(pipeline.results_dir(profile) / other)}`): not scored yet. "
                          "One of its questions, step by step:"))
-        return {"example": step_through(profile, QUESTION_FIRST)}
-    table = side_by_side(profile)
+        return {"example": step_through(profile, other)}
+    table = side_by_side([(profile, lead), (profile, other)])
     display(table.style.hide(axis="index"))
-    means = {d: means_of(profile, d) for d in (NAME, QUESTION_FIRST)}
-    qf, mf = means[QUESTION_FIRST], means[NAME]
-    text = (f"Over {int(qf.questions)} questions, the question-first loop cited the source paper in "
-            f"{qf.citation_hit_rate:.0%} of questions with {qf.turns_per_q:.2f} model turns and "
-            f"{qf.searches_per_q:.2f} searches per question (one of them the code's), its ranked list at recall@5 "
-            f"{qf.recall_at_5:.3f} and MRR@10 {qf.mrr_at_10:.3f}")
-    text += (f"; the model-first loop: {mf.citation_hit_rate:.0%}, {mf.turns_per_q:.2f} turns, {mf.searches_per_q:.2f} "
-             f"searches, recall@5 {mf.recall_at_5:.3f}, MRR@10 {mf.mrr_at_10:.3f} (its complete runs; the columns "
-             "name each design's prompt)." if mf is not None else "; the model-first loop has no complete run here.")
+    means = {d: means_of(profile, d) for d in (lead, other)}
+    text = f"Over {int(means[other].questions)} questions, {title} {_means_words(means[other], other)}"
+    text += (f"; {DESIGN_TITLES[lead]}: {_means_words(means[lead], lead)} (their complete runs; the columns name "
+             "each design's prompt)." if means[lead] is not None else f"; {DESIGN_TITLES[lead]} has no complete run here.")
     reading(text)
     out = {"side_by_side": table, "means": means}
-    out["example"] = step_through(profile, QUESTION_FIRST)
-    out["steps"] = steps_page(profile, QUESTION_FIRST)
-    out["lost"] = lost_page(profile, baseline, QUESTION_FIRST)
+    out["example"] = step_through(profile, other)
+    out["steps"] = steps_page(profile, other)
+    out["lost"] = lost_page(profile, baseline, other)
     return out
+
+
+def earlier_profile(profile):
+    """The profile as it was before the prompt was chosen on dev (``loop_prompt`` one_example): its runs
+    are kept in that setting's variant folder, where they still replay; None when the profile's prompt
+    is that one."""
+    from ..config import load_profile
+
+    if profile.loop_prompt == EARLIER_PROMPT:
+        return None
+    return load_profile(profile.name, **{**profile.overrides, "loop_prompt": EARLIER_PROMPT})
+
+
+def earlier_prompt_page(profile) -> dict:
+    """Notebook 9: the loops saved with the prompt used before the choice (one worked example) beside the
+    chosen prompt's, on the same questions; a line when there are none (reading only)."""
+    earlier = earlier_profile(profile)
+    if earlier is None:
+        display(Markdown(f"The runs on this page use `{EARLIER_PROMPT}`, the prompt every loop was saved with "
+                         "before the choice; there is no earlier prompt to compare with."))
+        return {}
+    before = [d for d in LOOP_DESIGNS if saved_runs(earlier, design=d)]
+    if not before:
+        display(Markdown(f"No loop run with the earlier prompt `{EARLIER_PROMPT}` is saved for this condition (in "
+                         f"`{shown_path(pipeline.results_dir(earlier))}`)."))
+        return {}
+    now = [d for d in LOOP_DESIGNS if saved_runs(profile, design=d)]
+    table = side_by_side([(earlier, d) for d in before] + [(profile, d) for d in now])
+    display(table.style.hide(axis="index"))
+    parts = []
+    for d in before:
+        m = means_of(earlier, d)
+        parts.append(f"with `{EARLIER_PROMPT}`, {DESIGN_TITLES[d]} {_means_words(m, d)}")
+    for d in now:
+        m = means_of(profile, d)
+        parts.append(f"with `{profile.loop_prompt}`, {DESIGN_TITLES[d]} {_means_words(m, d)}")
+    reading("On the same questions, " + "; ".join(parts) + f". The earlier runs are kept in "
+            f"`{shown_path(pipeline.results_dir(earlier))}` and replay from the saved model calls.")
+    return {"table": table, "earlier": before, "now": now}
 
 
 # ------------------------------------------------------------------ the scores notebook
 def scores_section(profile, scored) -> pd.DataFrame:
-    """The scores notebook: the loop's own measures on the scored questions (its complete runs),
-    or a line saying no loop run is scored."""
-    results = [r for r in scored.results if r.design == NAME]
+    """The scores notebook: each loop design's own measures on the scored questions (its complete
+    runs, one column each), or a line saying no loop run is scored."""
+    results = [r for r in scored.results if r.design in LOOP_DESIGNS]
     if not results:
         display(Markdown("No loop run is scored in this condition yet (notebook 9 says how to record one)."))
         return pd.DataFrame()
-    pq = measures(results, {q.qid: q.source_id for q in scored.questions})
-    table = summary(pq)
+    sources = {q.qid: q.source_id for q in scored.questions}
+    tables = []
+    for design in LOOP_DESIGNS:
+        own = [r for r in results if r.design == design]
+        if own:
+            tables.append(summary(measures(own, sources, design)).assign(design=design, prompt=prompt_of(own)))
+    table = pd.concat(tables, ignore_index=True)[["design", "prompt", *tables[0].columns.drop(["design", "prompt"])]]
     display(Markdown(f"Caps: {caps_words(caps_of(results))}."))
     display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
     return table
 
 
 def summary_record(scored) -> dict | None:
-    """The loop's measures on the scored questions for ``summary.json`` (means over its runs), with
-    its caps; None when no loop run is scored."""
-    results = [r for r in scored.results if r.design == NAME]
-    if not results:
-        return None
-    table = summary(measures(results, {q.qid: q.source_id for q in scored.questions}))
-    means = table.drop(columns="run").mean(numeric_only=True)
-    return {"runs": len(table), "caps": caps_of(results),
-            **{k: (None if pd.isna(v) else round(float(v), 6)) for k, v in means.items()}}
-
-
-def summary_sentence(record: dict | None) -> str:
-    """The index page's sentence on the loop (from ``summary.json``); empty without a scored run."""
-    if not record:
-        return ""
-    ended = ", ".join(f"{record[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS
-                      if record.get(f"ended_{e}"))
-    return (f"The tool-calling loop cited the source paper in {record['citation_hit_rate']:.0%} of questions, after "
-            f"{record['searches_per_q']:.2f} searches, {record['papers_read_per_q']:.2f} papers read and "
-            f"{record['turns_per_q']:.2f} model turns per question; loops ended: {ended}. Its caps: "
-            f"{caps_words(record['caps'])}.")
+    """Each loop design's measures on the scored questions for ``summary.json`` (means over its runs),
+    with its caps and prompt, by design; None when no loop run is scored."""
+    sources = {q.qid: q.source_id for q in scored.questions}
+    out = {}
+    for design in LOOP_DESIGNS:
+        results = [r for r in scored.results if r.design == design]
+        if results:
+            table = summary(measures(results, sources, design))
+            means = table.drop(columns="run").mean(numeric_only=True)
+            out[design] = {"runs": len(table), "caps": caps_of(results), "loop_prompt": prompt_of(results),
+                           **{k: (None if pd.isna(v) else round(float(v), 6)) for k, v in means.items()}}
+    return out or None
 
 
 # ------------------------------------------------------------------ the prompt, chosen on dev

@@ -22,7 +22,7 @@ from ..llm.local_backend import LOCAL_MODELS
 from .plots import ARTICLE_COLOUR, SMALL, _grid, _legend, _save, design_colours
 
 AXIS_CONDITIONS = ("full questions", "short questions")
-AXIS_DESIGNS = ("agent", "multiquery", "loop")
+AXIS_DESIGNS = ("agent", "multiquery", "loop", "loop_question_first")
 ARTICLE_MODEL = "Claude Haiku 5.5 (the article's)"
 DEFAULT = "full questions"
 METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
