@@ -192,17 +192,20 @@ def test_the_question_first_loop_is_registered_after_the_loop():
 
 
 # ------------------------------------------------------------------------------ the setting and provenance
-def test_loop_prompt_is_a_setting_of_every_profile_at_one_example():
+def test_loop_prompt_is_a_setting_of_every_profile_at_the_prompt_chosen_on_dev():
+    """offline, pilot and article hold the prompt the dev rule chose; dev keeps one_example, the value its
+    arms' folders are named against; any other value is a variant with its own folder."""
     import yaml
 
-    for name in ("offline", "pilot", "dev", "article"):
+    chosen = json.loads((ROOT / "results" / "dev" / "loop_selection.json").read_text())["choice"]["loop_prompt"]
+    for name, prompt in (("offline", chosen), ("pilot", chosen), ("article", chosen), ("dev", "one_example")):
         raw = yaml.safe_load((ROOT / "profiles" / f"{name}.yaml").read_text())
-        assert raw["loop_prompt"] == "one_example" and load_profile(name).loop_prompt == "one_example"
+        assert raw["loop_prompt"] == prompt and load_profile(name).loop_prompt == prompt
     with pytest.raises(ProfileError, match="loop_prompt"):
         load_profile("offline", loop_prompt="three_examples")
-    other = load_profile("offline", loop_prompt="no_example")
+    other = load_profile("offline", loop_prompt="one_example")
     assert other.results_dir.parent == load_profile("offline").results_dir / "variants"
-    assert load_profile("offline", loop_prompt="one_example").overrides == {}  # the default: the shipped folder
+    assert load_profile("offline", loop_prompt=chosen).overrides == {}  # the profile's own: the shipped folder
 
 
 def test_from_parts_takes_the_prompt_and_the_profile_chooses_it():
@@ -223,40 +226,41 @@ def offline_parts():
 
 def test_loop_prompt_enters_the_provenance_only_away_from_one_example(offline_parts):
     cfg, parts = offline_parts
-    prov = pipeline.design_provenance(cfg, "loop", parts)
-    assert "loop_prompt" not in prov
-    other = load_profile("offline", loop_prompt="two_examples")
+    earlier = load_profile("offline", loop_prompt="one_example")
     for name in ("loop", "loop_question_first"):
-        assert pipeline.design_provenance(other, name, parts)["loop_prompt"] == "two_examples"
-        assert "loop_prompt" not in pipeline.design_provenance(cfg, name, parts)
-    assert "loop_prompt" not in pipeline.design_provenance(other, "agent", parts)  # the loops' setting only
-    # every saved loop keeps its inputs key: the key its provenance gives now is the one saved
-    path = pipeline.results_dir(cfg) / "loop" / "run1.jsonl"
-    if not path.exists():
-        pytest.skip("no saved loop run here")
+        assert pipeline.design_provenance(cfg, name, parts)["loop_prompt"] == cfg.loop_prompt != "one_example"
+        assert "loop_prompt" not in pipeline.design_provenance(earlier, name, parts)
+    assert "loop_prompt" not in pipeline.design_provenance(cfg, "agent", parts)  # the loops' setting only
+    # every loop saved before the setting keeps its inputs key, in the earlier prompt's variant folder
+    prov = pipeline.design_provenance(earlier, "loop", parts)
+    path = pipeline.results_dir(earlier) / "loop" / "run1.jsonl"
     qs = {q.qid: q for q in pipeline.question_set(cfg, parts.papers)}
     saved = read_results(path)[:20]
     assert saved and all(r.inputs == inputs_key("loop", 1, qs[r.qid], prov) for r in saved)
-    assert all(r.inputs != inputs_key("loop", 1, qs[r.qid], pipeline.design_provenance(other, "loop", parts))
+    assert all(r.inputs != inputs_key("loop", 1, qs[r.qid], pipeline.design_provenance(cfg, "loop", parts))
                for r in saved)
+    # and the chosen prompt's saved run holds it in its key
+    now = read_results(pipeline.results_dir(cfg) / "loop_question_first" / "run1.jsonl")[:5]
+    qprov = pipeline.design_provenance(cfg, "loop_question_first", parts)
+    assert now and all(r.inputs == inputs_key("loop_question_first", 1, qs[r.qid], qprov) for r in now)
 
 
 def test_the_record_check_accepts_saved_loops_and_refuses_them_for_another_prompt(offline_parts, tmp_path):
     cfg, parts = offline_parts
-    assert pipeline.expected_settings(cfg, "loop")["loop_prompt"] is None
+    earlier = load_profile("offline", loop_prompt="one_example")
+    assert pipeline.expected_settings(earlier, "loop")["loop_prompt"] is None
     assert "loop_prompt" not in pipeline.expected_settings(cfg, "agent")
-    other = load_profile("offline", loop_prompt="no_example")
-    assert pipeline.expected_settings(other, "loop_question_first")["loop_prompt"] == "no_example"
+    assert pipeline.expected_settings(cfg, "loop_question_first")["loop_prompt"] == cfg.loop_prompt
     q = Question("q1", "q?", "p1")
-    prov = pipeline.design_provenance(cfg, "loop", parts)
+    prov = pipeline.design_provenance(earlier, "loop", parts)
     r = Result("q1", "loop", 1, ["p1"], 1, ["q?", "q?"], 0.0, provenance=prov)
     r.inputs = inputs_key("loop", 1, q, prov)
     digests = {k: prov[k] for k in ("collection_digest", "questions_digest")}
+    then = RecordCheck({"q1": q}, frozenset({"p1"}), digests, {"loop": pipeline.expected_settings(earlier, "loop")})
+    then.check(tmp_path / "run1.jsonl", 1, r, "loop", 1)  # passes
     now = RecordCheck({"q1": q}, frozenset({"p1"}), digests, {"loop": pipeline.expected_settings(cfg, "loop")})
-    now.check(tmp_path / "run1.jsonl", 1, r, "loop", 1)  # passes
-    later = RecordCheck({"q1": q}, frozenset({"p1"}), digests, {"loop": pipeline.expected_settings(other, "loop")})
     with pytest.raises(DataError, match="provenance.loop_prompt"):
-        later.check(tmp_path / "run1.jsonl", 1, r, "loop", 1)
+        now.check(tmp_path / "run1.jsonl", 1, r, "loop", 1)
 
 
 # ------------------------------------------------------------------------------ the loss and the report
