@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..config import ROOT
 from .article import article_cell, article_figures, shows_article
-from .display import DASH, calls_a_model, design_namer, fixed, number, seconds, with_range
+from .display import DASH, calls_a_model, design_namer, fixed, missing, number, seconds, with_range
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
 DEFAULT_CONDITION = "full questions"
@@ -366,9 +366,8 @@ def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) 
                     v += f'<br><span class="art">the article: {html.escape(art)}</span>'
                 cells += [v, ours]
             both, cited = r.get("both_found_at_10"), r.get("cited")
-            cells += [fixed(cited) if cited is not None and pd.notna(cited) else "", number(r.searches, 2),
-                      seconds(r.latency_median_s),
-                      fixed(both) if both is not None and pd.notna(both) else ""]
+            cells += ["" if missing(cited) else fixed(cited), number(r.searches, 2), seconds(r.latency_median_s),
+                      "" if missing(both) else fixed(both)]
             body.append("<tr>" + "".join(f'<td class="n">{x}</td>' for x in cells) + "</tr>")
     return ('<div class="scroll"><table class="scores"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")

@@ -57,8 +57,10 @@ def headline(profile, lead: str) -> str:
     from .pages import against_dense
 
     title = DESIGN_TITLES.get(lead, lead)
-    why = ("chosen on the dev set, below" if lead == chosen_design() and LOOP_SELECTION.exists()
-           else "as asked for by the parameter `design`" if lead != chosen_design() else "no choice made on dev yet")
+    if lead != chosen_design():
+        why = "as asked for by the parameter `design`"
+    else:
+        why = "chosen on the dev set, below" if LOOP_SELECTION.exists() else "no choice made on dev yet"
     m = means_of(profile, lead)
     if m is None:
         text = f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}); it has no complete run here."
@@ -493,21 +495,34 @@ def earlier_prompt_page(profile) -> dict:
 
 
 # ------------------------------------------------------------------ the scores notebook
+def scored_summaries(scored) -> dict[str, tuple[list, pd.DataFrame]]:
+    """Each loop design with scored runs: its results and its :func:`summary` on the scored questions
+    (one row per run), in the order of ``LOOP_DESIGNS``."""
+    sources = {q.qid: q.source_id for q in scored.questions}
+    out = {}
+    for design in LOOP_DESIGNS:
+        results = [r for r in scored.results if r.design == design]
+        if results:
+            out[design] = (results, summary(measures(results, sources, design)))
+    return out
+
+
 def scores_section(profile, scored) -> pd.DataFrame:
     """The scores notebook: each loop design's own measures on the scored questions (its complete
     runs, one column each), or a line saying no loop run is scored."""
-    results = [r for r in scored.results if r.design in LOOP_DESIGNS]
-    if not results:
+    loops = scored_summaries(scored)
+    if not loops:
         display(Markdown("No loop run is scored in this condition yet (notebook 9 says how to record one)."))
         return pd.DataFrame()
-    sources = {q.qid: q.source_id for q in scored.questions}
     tables = []
-    for design in LOOP_DESIGNS:
-        own = [r for r in results if r.design == design]
-        if own:
-            tables.append(summary(measures(own, sources, design)).assign(design=design, prompt=prompt_of(own)))
-    table = pd.concat(tables, ignore_index=True)[["design", "prompt", *tables[0].columns.drop(["design", "prompt"])]]
-    display(Markdown(f"Caps: {caps_words(caps_of(results))}."))
+    for design, (results, table) in loops.items():
+        table = table.copy()
+        table.insert(0, "design", design)
+        table.insert(1, "prompt", prompt_of(results))
+        tables.append(table)
+    every = [r for results, _ in loops.values() for r in results]
+    display(Markdown(f"Caps: {caps_words(caps_of(every))}."))
+    table = pd.concat(tables, ignore_index=True)
     display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
     return table
 
@@ -515,15 +530,11 @@ def scores_section(profile, scored) -> pd.DataFrame:
 def summary_record(scored) -> dict | None:
     """Each loop design's measures on the scored questions for ``summary.json`` (means over its runs),
     with its caps and prompt, by design; None when no loop run is scored."""
-    sources = {q.qid: q.source_id for q in scored.questions}
     out = {}
-    for design in LOOP_DESIGNS:
-        results = [r for r in scored.results if r.design == design]
-        if results:
-            table = summary(measures(results, sources, design))
-            means = table.drop(columns="run").mean(numeric_only=True)
-            out[design] = {"runs": len(table), "caps": caps_of(results), "loop_prompt": prompt_of(results),
-                           **{k: (None if pd.isna(v) else round(float(v), 6)) for k, v in means.items()}}
+    for design, (results, table) in scored_summaries(scored).items():
+        means = table.drop(columns="run").mean(numeric_only=True)
+        out[design] = {"runs": len(table), "caps": caps_of(results), "loop_prompt": prompt_of(results),
+                       **{k: (None if pd.isna(v) else round(float(v), 6)) for k, v in means.items()}}
     return out or None
 
 

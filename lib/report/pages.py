@@ -250,16 +250,13 @@ def design_page(profile, name: str, runs=None) -> dict:
     else:
         show(summary, profile=profile)
     if pipeline.design_class(name).uses_llm and page["runs"]:
-        from ..designs.loop import LOOP_DESIGNS, model_queries
-
-        def written(r):  # the model's own queries (a loop's code search of the question is none of them)
-            return model_queries(r) if r.design in LOOP_DESIGNS else r.queries[1:]
+        from ..evaluation.loss import written_queries  # a loop's code search of the question is none of them
 
         first_run = min(page["runs"])
         shown = page["runs"][first_run][:5]
         display(Markdown(f"## What the model wrote, exactly as written: the first {len(shown)} questions, run {first_run}"))
         display(pd.DataFrame([{"question id": r.qid, "question": r.queries[0],
-                               "queries written": " | ".join(written(r)) or "(none)",
+                               "queries written": " | ".join(written_queries(r)) or "(none)",
                                "ended by": r.stop_reason or "-"} for r in shown]).style.hide(axis="index"))
     display(Markdown("## Which profile, models and backend produced each saved run"))
     show(provenance_view(page["provenance"]), profile=profile)
