@@ -91,6 +91,7 @@ selection = loop_report.selection_page(cfg)
 
 # %%
 page = design_page(cfg, lead, runs=runs)
+short.refresh()  # the "In short" line above, now from the runs this cell recorded or replayed
 
 # %% [markdown]
 # ## The loop's own measures

@@ -427,21 +427,58 @@ def test_the_loops_saved_before_the_choice_are_read_from_their_settings_variant_
     assert loop_report.earlier_profile(load_profile("dev")) is None
 
 
+class _Shown:
+    """Stands in for IPython's display: keeps what was shown and every in-place update of it."""
+
+    def __init__(self):
+        self.shown, self.updates = [], []
+
+    def __call__(self, obj, display_id=None):
+        self.shown.append(obj.data)
+        return self if display_id else None
+
+    def update(self, obj):
+        self.updates.append(obj.data)
+
+
 def test_the_loop_page_opens_with_the_chosen_loop_and_what_it_found(monkeypatch):
     """Notebook 9's first lines, from the pilot's saved runs: the loop chosen on dev (or the one asked
     for), its prompt, its citation hit rate and its ranked list against dense with the paired range."""
     from lib.report import loop as loop_report
     from lib.report.pages import against_dense
 
-    monkeypatch.setattr(loop_report, "display", lambda *_: None)
+    shown = _Shown()
+    monkeypatch.setattr(loop_report, "display", shown)
     cfg = load_profile("pilot")
     lead = loop_report.lead_design(None)
-    text = loop_report.headline(cfg, lead)
+    line = loop_report.headline(cfg, lead)
+    text = line.text
+    assert shown.shown == [f"**In short.** {text}"]
     m = loop_report.means_of(cfg, lead)
     deltas = against_dense(cfg, lead)[0].set_index("metric")
     assert text.startswith(f"This page leads with {loop_report.DESIGN_TITLES[lead]} (`{lead}`, prompt "
                            f"`{cfg.loop_prompt}`; chosen on the dev set, below")
     assert f"cited the source paper in {m.citation_hit_rate:.0%}" in text
     assert f"MRR@10 {deltas.loc['mrr_at_10', 'delta']:+.3f}".replace("-", "−") in text
-    asked = loop_report.headline(cfg, loop_report.other_design(lead))
+    line.refresh()  # nothing new was run: the line stays as shown
+    assert shown.updates == [] and line.text == text
+    asked = loop_report.headline(cfg, loop_report.other_design(lead)).text
     assert "as asked for by the parameter `design`" in asked
+
+
+def test_the_loop_pages_first_line_follows_a_run_recorded_below_it(monkeypatch, tmp_path):
+    """A page that records the loop's first run (here a stub model on three questions) opens with "no
+    complete run", and the run cell rewrites that line in place with what the run found."""
+    from lib import pipeline
+    from lib.report import loop as loop_report
+
+    shown = _Shown()
+    monkeypatch.setattr(loop_report, "display", shown)
+    cfg = load_profile("pilot", loop_backend="scripted", question_limit=3, results_dir=str(tmp_path))
+    lead = loop_report.lead_design(None)
+    line = loop_report.headline(cfg, lead)
+    assert line.text.endswith("it has no complete run here.") and len(shown.shown) == 1
+    pipeline.run(cfg, lead, progress=False)
+    line.refresh()
+    assert shown.updates == [f"**In short.** {line.text}"]
+    assert "Over 3 questions it" in line.text and "cited the source paper in" in line.text

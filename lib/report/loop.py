@@ -51,7 +51,7 @@ def lead_design(design: str | None = None, path=None) -> str:
     return design
 
 
-def headline(profile, lead: str) -> str:
+def headline_text(profile, lead: str) -> str:
     """Notebook 9's first lines: which loop the page leads with and why, and what it found here (its
     citation hit rate and its ranked list against dense on the same questions), from the saved runs."""
     from .pages import against_dense
@@ -63,17 +63,40 @@ def headline(profile, lead: str) -> str:
         why = "chosen on the dev set, below" if LOOP_SELECTION.exists() else "no choice made on dev yet"
     m = means_of(profile, lead)
     if m is None:
-        text = f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}); it has no complete run here."
-    else:
-        deltas, n, _ = against_dense(profile, lead)
-        d = {r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}
-        vs = "; ".join(f"{label} {with_range(d[k].delta, d[k].low, d[k].high)}"
-                       for k, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")) if k in d)
-        text = (f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}). Over "
-                f"{int(m.questions)} questions it {_means_words(m, lead)}"
-                + (f"; against dense on the same {n} questions: {vs}." if vs else "."))
-    display(Markdown(f"**In short.** {text}"))
-    return text
+        return f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}); it has no complete run here."
+    deltas, n, _ = against_dense(profile, lead)
+    d = {r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}
+    vs = "; ".join(f"{label} {with_range(d[k].delta, d[k].low, d[k].high)}"
+                   for k, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")) if k in d)
+    return (f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}). Over "
+            f"{int(m.questions)} questions it {_means_words(m, lead)}"
+            + (f"; against dense on the same {n} questions: {vs}." if vs else "."))
+
+
+class Headline:
+    """The "In short" line at the top of notebook 9, shown before the page runs anything and
+    rewritten in place (an IPython display update) by :meth:`refresh` once the page's run cell has
+    recorded or replayed the runs, so a page that records its first run does not open with "no
+    complete run"."""
+
+    def __init__(self, profile, lead: str):
+        self.profile, self.lead = profile, lead
+        self.text = headline_text(profile, lead)
+        self._handle = display(Markdown(f"**In short.** {self.text}"), display_id=True)
+
+    def refresh(self) -> None:
+        text = headline_text(self.profile, self.lead)
+        if text != self.text and self._handle is not None:
+            self._handle.update(Markdown(f"**In short.** {text}"))
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def headline(profile, lead: str) -> Headline:
+    """Show notebook 9's "In short" line (see :class:`Headline`)."""
+    return Headline(profile, lead)
 
 
 def other_design(design: str) -> str:
