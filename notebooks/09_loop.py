@@ -106,6 +106,18 @@ short.refresh()  # the "In short" line above, now from the runs this cell record
 measures = loop_report.measures_page(cfg, lead)
 
 # %% [markdown]
+# ## The same loop in every condition
+# Its complete runs in each condition of the report (the short forms, the two-part questions, the
+# whole snapshot): the citation hit rate (two-part: the share of the two papers cited, and of questions
+# with both cited), its ranked list against dense on the same questions with the 95% paired range,
+# the share of loops in which the model made no search of its own, and the first run's searches and
+# turns as distributions (value: questions). A condition with no complete run says so; nothing is run
+# here (`QUESTION_FORM=short` or `QUESTION_SET=twopart` before `scripts/run_designs.py` records one).
+
+# %%
+conditions = loop_report.conditions_page(cfg, lead)
+
+# %% [markdown]
 # ## One question, step by step
 # The question shown is picked by a fixed rule, not by its outcome: among the first run's loops that
 # searched and read, the one with the median number of steps (ties: the first in question order).

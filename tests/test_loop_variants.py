@@ -482,3 +482,40 @@ def test_the_loop_pages_first_line_follows_a_run_recorded_below_it(monkeypatch, 
     line.refresh()
     assert shown.updates == [f"**In short.** {line.text}"]
     assert "Over 3 questions it" in line.text and "cited the source paper in" in line.text
+
+
+def test_the_loop_page_shows_the_loop_in_every_condition_from_its_saved_runs(monkeypatch):
+    """Notebook 9's conditions table, from the shipped runs: one row per condition of the grid, a
+    condition's numbers equal to that condition's own loop summary and paired differences, the
+    distributions counting every question of the first run, and "not run" where nothing is saved."""
+    from collections import Counter
+
+    import pandas as pd
+
+    from lib.report import loop as loop_report
+    from lib.report.pages import against_dense
+
+    monkeypatch.setattr(loop_report, "display", lambda *a, **k: None)
+    monkeypatch.setattr("lib.report.pages.display", lambda *a, **k: None)
+    cfg = load_profile("offline")
+    lead = loop_report.lead_design(None)
+    table = loop_report.conditions_page(cfg, lead).set_index("condition")
+    grid = pipeline.condition_profiles(cfg)
+    assert list(table.index) == list(grid)
+    run_somewhere = False
+    for cname, cp in grid.items():
+        row, runs = table.loc[cname], loop_report.saved_runs(cp, design=lead)
+        if not runs:
+            assert row.runs == 0 and row.status == "not run"
+            continue
+        run_somewhere = True
+        m = loop_report.means_of(cp, lead)
+        mrr = against_dense(cp, lead)[0].set_index("metric").loc["mrr_at_10"]
+        assert row.questions == m.questions and row["citation hit rate"] == pytest.approx(m.citation_hit_rate)
+        assert row["MRR@10 delta"] == pytest.approx(mrr.delta) and row["MRR@10 high"] == pytest.approx(mrr.high)
+        first = runs[min(runs)]
+        counts = Counter(r.searches for r in first)
+        assert row["searches (value: questions)"] == ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+        assert sum(counts.values()) == m.questions
+        assert pd.isna(row["both cited"]) == (cp.question_set != "twopart")
+    assert run_somewhere

@@ -224,6 +224,68 @@ def measures_page(profile, design: str = NAME) -> dict:
     return {"measures": pq, "summary": table, "caps": caps}
 
 
+def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
+    """One row per condition of the grid (``lib.pipeline.condition_profiles``): the loop design's complete
+    runs there, its citation hit rate (two-part: the share of the two papers cited, and of questions with
+    both), its ranked list against dense on the same questions (``pages.against_dense``: the paired
+    95% range) and its searches and turns as distributions (value: questions, the first run); a
+    condition with no complete run is a row that says so. Reading only: nothing is run."""
+    from collections import Counter
+
+    from .pages import against_dense
+
+    rows = []
+    for cname, cp in pipeline.condition_profiles(profile).items():
+        runs = saved_runs(cp, design=design)
+        if not runs:
+            rows.append({"condition": cname, "runs": 0, "questions": 0, "status": "not run"})
+            continue
+        sources = {q.qid: q.source_id for q in pipeline.scored_questions(cp)}
+        pq = measures([r for rs in runs.values() for r in rs], sources, design)
+        m = summary(pq).mean(numeric_only=True)
+        deltas, n, _ = against_dense(cp, design)
+        d = {r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}
+        first = pq[pq.run == min(runs)]
+        rows.append({"condition": cname, "runs": len(runs), "questions": int(m.questions), "status": "",
+                     "citation hit rate": m.citation_hit_rate, "both cited": m.get("citation_all_rate", np.nan),
+                     "recall@5": m.recall_at_5,
+                     "recall@5 − dense": with_range(*(getattr(d.get("recall_at_5"), k, np.nan) for k in ("delta", "low", "high"))),
+                     "MRR@10": m.mrr_at_10,
+                     "MRR@10 − dense": with_range(*(getattr(d.get("mrr_at_10"), k, np.nan) for k in ("delta", "low", "high"))),
+                     "MRR@10 delta": getattr(d.get("mrr_at_10"), "delta", np.nan),
+                     "MRR@10 high": getattr(d.get("mrr_at_10"), "high", np.nan),
+                     "no model search": float((first.model_searches == 0).mean()),
+                     "searches (value: questions)": distribution_words(dict(sorted(Counter(first.searches).items()))),
+                     "turns (value: questions)": distribution_words(dict(sorted(Counter(first.turns).items())))})
+    return pd.DataFrame(rows)
+
+
+def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
+    """Notebook 9: the loop design in every condition (:func:`conditions_table`), and a reading of it."""
+    table = conditions_table(profile, design)
+    shown = table.drop(columns=["MRR@10 delta", "MRR@10 high"], errors="ignore")
+    if "both cited" in shown and shown["both cited"].isna().all():
+        shown = shown.drop(columns=["both cited"])
+    display(styled(shown, shares={"citation hit rate", "both cited", "no model search"}))
+    done = table[table.runs > 0]
+    title = DESIGN_TITLES.get(design, design)
+    if done.empty:
+        reading(f"{title[:1].upper()}{title[1:]} has no complete run in any condition.")
+        return table
+    parts = [f"{r.condition}: cited {r['citation hit rate']:.0%}, MRR@10 {r['MRR@10 − dense']} against dense"
+             for _, r in done.iterrows()]
+    behind, measurable = done[done["MRR@10 delta"] < 0], done[done["MRR@10 high"] < 0]
+    missing = table[table.runs == 0].condition.tolist()
+    own = "made no search beyond the code's search of the question" if design == QUESTION_FIRST else "made no search at all"
+    lo, hi = done["no model search"].min(), done["no model search"].max()
+    reading(f"{title[:1].upper()}{title[1:]} per condition ({'; '.join(parts)}). "
+            f"Its ranked list is below dense's on MRR@10 in {len(behind)} of {len(done)} conditions run "
+            f"(measurably, the range below zero, in {len(measurable)}); the model {own} in "
+            + (f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}") + " of its loops."
+            + (f" Not run: {'; '.join(missing)}." if missing else ""))
+    return table
+
+
 # ------------------------------------------------------------------ one question, step by step
 def _n(count, word: str, plural: str = "s") -> str:
     return f"{count} {word}{'' if count == 1 else plural}"
