@@ -30,6 +30,26 @@ LOOP_SHARES = {"citation_hit_rate", "citation_all_rate", "citation_precision", "
 MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
 
 
+def _capital(text: str) -> str:
+    """The text with its first letter a capital ("the loop" -> "The loop")."""
+    return text[:1].upper() + text[1:]
+
+
+def dense_differences(profile, design: str) -> tuple[dict, int]:
+    """A design against dense (``pages.against_dense``) as {metric: its difference row (delta, low,
+    high)}, and the number of questions paired; empty when either has no complete run."""
+    from .pages import against_dense
+
+    deltas, n, _ = against_dense(profile, design)
+    return ({r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}), n
+
+
+def _range_words(d: dict, metric: str) -> str:
+    """One metric's difference with its range from :func:`dense_differences`, or a dash."""
+    r = d.get(metric)
+    return with_range(r.delta, r.low, r.high) if r is not None else with_range(np.nan, np.nan, np.nan)
+
+
 def chosen_design(path=None) -> str:
     """The loop design the page leads with: the one chosen on the dev set (``loop_selection.json``,
     docs/loop.md), or the model-first loop before any choice."""
@@ -54,8 +74,6 @@ def lead_design(design: str | None = None, path=None) -> str:
 def headline_text(profile, lead: str) -> str:
     """Notebook 9's first lines: which loop the page leads with and why, and what it found here (its
     citation hit rate and its ranked list against dense on the same questions), from the saved runs."""
-    from .pages import against_dense
-
     title = DESIGN_TITLES.get(lead, lead)
     if lead != chosen_design():
         why = "as asked for by the parameter `design`"
@@ -64,10 +82,8 @@ def headline_text(profile, lead: str) -> str:
     m = means_of(profile, lead)
     if m is None:
         return f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}); it has no complete run here."
-    deltas, n, _ = against_dense(profile, lead)
-    d = {r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}
-    vs = "; ".join(f"{label} {with_range(d[k].delta, d[k].low, d[k].high)}"
-                   for k, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")) if k in d)
+    d, n = dense_differences(profile, lead)
+    vs = "; ".join(f"{label} {_range_words(d, k)}" for k, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")) if k in d)
     return (f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}). Over "
             f"{int(m.questions)} questions it {_means_words(m, lead)}"
             + (f"; against dense on the same {n} questions: {vs}." if vs else "."))
@@ -90,9 +106,6 @@ class Headline:
             self._handle.update(Markdown(f"**In short.** {text}"))
         self.text = text
 
-    def __str__(self) -> str:
-        return self.text
-
 
 def headline(profile, lead: str) -> Headline:
     """Show notebook 9's "In short" line (see :class:`Headline`)."""
@@ -113,7 +126,7 @@ def no_run_text(profile, short: bool = False, design: str = NAME) -> str:
     env = f" {env}" if env else ""
     record = (f"Record one with the local model (`LOCAL_LLM_THREADS=2 LLM_BACKEND=local{env} python "
               f"scripts/run_designs.py {profile.name} {design} 1`, resumable)")
-    return (f"{title[:1].upper()}{title[1:]} (`{design}`, prompt `{profile.loop_prompt}`): not run. No run is saved in "
+    return (f"{_capital(title)} (`{design}`, prompt `{profile.loop_prompt}`): not run. No run is saved in "
             f"`{shown_path(pipeline.results_dir(profile) / design)}` for this profile and condition. {record}, or "
             f"try it with a stub model: `make notebook NB=09 PARAMS=\"-p design {design} -p loop_backend scripted\"` "
             "(its results go to a variant folder).")
@@ -232,8 +245,6 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
     condition with no complete run is a row that says so. Reading only: nothing is run."""
     from collections import Counter
 
-    from .pages import against_dense
-
     rows = []
     for cname, cp in pipeline.condition_profiles(profile).items():
         runs = saved_runs(cp, design=design)
@@ -243,15 +254,14 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
         sources = {q.qid: q.source_id for q in pipeline.scored_questions(cp)}
         pq = measures([r for rs in runs.values() for r in rs], sources, design)
         m = summary(pq).mean(numeric_only=True)
-        deltas, n, _ = against_dense(cp, design)
-        d = {r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}
+        d, _ = dense_differences(cp, design)
         first = pq[pq.run == min(runs)]
         rows.append({"condition": cname, "runs": len(runs), "questions": int(m.questions), "status": "",
                      "citation hit rate": m.citation_hit_rate, "both cited": m.get("citation_all_rate", np.nan),
                      "recall@5": m.recall_at_5,
-                     "recall@5 − dense": with_range(*(getattr(d.get("recall_at_5"), k, np.nan) for k in ("delta", "low", "high"))),
+                     "recall@5 − dense": _range_words(d, "recall_at_5"),
                      "MRR@10": m.mrr_at_10,
-                     "MRR@10 − dense": with_range(*(getattr(d.get("mrr_at_10"), k, np.nan) for k in ("delta", "low", "high"))),
+                     "MRR@10 − dense": _range_words(d, "mrr_at_10"),
                      "MRR@10 delta": getattr(d.get("mrr_at_10"), "delta", np.nan),
                      "MRR@10 high": getattr(d.get("mrr_at_10"), "high", np.nan),
                      "no model search": float((first.model_searches == 0).mean()),
@@ -270,7 +280,7 @@ def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
     done = table[table.runs > 0]
     title = DESIGN_TITLES.get(design, design)
     if done.empty:
-        reading(f"{title[:1].upper()}{title[1:]} has no complete run in any condition.")
+        reading(f"{_capital(title)} has no complete run in any condition.")
         return table
     parts = [f"{r.condition}: cited {r['citation hit rate']:.0%}, MRR@10 {r['MRR@10 − dense']} against dense"
              for _, r in done.iterrows()]
@@ -278,7 +288,7 @@ def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
     missing = table[table.runs == 0].condition.tolist()
     own = "made no search beyond the code's search of the question" if design == QUESTION_FIRST else "made no search at all"
     lo, hi = done["no model search"].min(), done["no model search"].max()
-    reading(f"{title[:1].upper()}{title[1:]} per condition ({'; '.join(parts)}). "
+    reading(f"{_capital(title)} per condition ({'; '.join(parts)}). "
             f"Its ranked list is below dense's on MRR@10 in {len(behind)} of {len(done)} conditions run "
             f"(measurably, the range below zero, in {len(measurable)}); the model {own} in "
             + (f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}") + " of its loops."
@@ -388,7 +398,7 @@ def steps_chart(pq: pd.DataFrame, path, max_steps: int | None = None, title: str
             ax.margins(x=0.15)
         else:
             ax.margins(y=0.15)
-    fig.suptitle(f"{title[:1].upper()}{title[1:]}: steps per question", fontsize=10)
+    fig.suptitle(f"{_capital(title)}: steps per question", fontsize=10)
     return _save(fig, path)
 
 
@@ -522,7 +532,7 @@ def other_first_page(profile, lead: str, baseline: str = "dense") -> dict:
         display(Markdown(no_run_text(profile, design=other)))
         return {}
     if not saved_runs(profile, design=other):
-        display(Markdown(f"{title[:1].upper()}{title[1:]} has runs saved part-way only (in "
+        display(Markdown(f"{_capital(title)} has runs saved part-way only (in "
                          f"`{shown_path(pipeline.results_dir(profile) / other)}`): not scored yet. "
                          "One of its questions, step by step:"))
         return {"example": step_through(profile, other)}
