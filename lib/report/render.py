@@ -19,7 +19,7 @@ from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 
 from ..config import shown_path
 from ..io import write_text
-from .index_page import notebook_titles
+from .index_numbers import notebook_titles
 
 
 class ReportError(RuntimeError):

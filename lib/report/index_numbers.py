@@ -1,0 +1,207 @@
+"""The index's numbers: the condition table's rows computed from the saved results (the scores
+notebook's summary and differences from dense), which rows are scored, the verdict of each
+comparison with dense (Holm-corrected paired randomization test where the saved differences carry
+it, else the 95% paired bootstrap range), the saved loss account, and how each run was produced.
+No sentences and no HTML here (``index_words`` and ``index_html``)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import ROOT
+from .display import DASH, design_namer
+
+
+NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
+
+DEFAULT_CONDITION = "full questions"
+
+METRICS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+
+
+def notebook_titles(path: Path = NOTEBOOK_LIST) -> dict[str, str]:
+    """The report's notebooks in order, name -> title: the one list the Makefile runs and the index links."""
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {name: title for name, title in rows}
+
+
+def _profile(profile):
+    from ..config import load_profile
+
+    return load_profile(profile) if isinstance(profile, str) else profile
+
+# --------------------------------------------------------------------------- the numbers
+def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | None = None,
+                    condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """Per-design summaries (``scores.design_summary`` records) and their differences from dense
+    (``scores.deltas``) in the condition table's columns (one condition)."""
+    head = headroom or {}
+    rows = []
+    for d in designs:
+        row = {"condition": condition, **{k: d.get(k) for k in (
+            "design", "runs", "questions", "recall_at_5", "mrr_at_10", "cited", "searches", "latency_median_s", "latency_mean_s",
+            "llm_calls", "cost_usd_per_q", "recall_at_5_min", "recall_at_5_max", "mrr_at_10_min", "mrr_at_10_max")},
+               "tokens": (d.get("tokens_in") or 0) + (d.get("tokens_out") or 0),
+               "dense_misses_at_5": head.get("dense_misses_at_5"), "not_scored": ""}
+        for m in METRICS:
+            dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)] if not deltas.empty else deltas
+            row.update({f"{m}_delta": dl.delta.iloc[0] if len(dl) else None,
+                        f"{m}_low": dl.low.iloc[0] if len(dl) else None,
+                        f"{m}_high": dl.high.iloc[0] if len(dl) else None})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def conditions_from_summary(results_dir: Path, condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """The scores notebook's saved summary (``summary.json``, ``deltas.csv``) in the condition table's
+    columns, for an index built without the table (one condition)."""
+    path = Path(results_dir) / "summary.json"
+    if not path.exists():
+        return pd.DataFrame()
+    summary = json.loads(path.read_text())
+    dpath = Path(results_dir) / "deltas.csv"
+    deltas = pd.read_csv(dpath) if dpath.exists() else pd.DataFrame(columns=["design", "metric"])
+    return conditions_from(summary.get("designs", []), deltas, summary.get("headroom"), condition)
+
+
+def _scored(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows with a complete, scored run."""
+    if table.empty or "questions" not in table:
+        return table.iloc[0:0]
+    return table[table.questions.fillna(0) > 0]
+
+
+def _registry_order(g: pd.DataFrame) -> pd.DataFrame:
+    """A condition's rows in the designs' registry order (a design with only a partial run at its place)."""
+    from ..designs import design_names
+
+    order = {d: i for i, d in enumerate(design_names())}
+    return g.sort_values("design", key=lambda s: s.map(lambda d: order.get(d, len(order))), kind="stable")
+
+
+def verdict(row, metric: str) -> str | None:
+    """better / worse / same (the 95% range holds 0) against dense, or None where not compared."""
+    low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return None
+    return "better" if low > 0 else ("worse" if high < 0 else "same")
+
+
+def overall(row) -> str | None:
+    """One word for both measures: better (one better, none worse), worse, mixed, same."""
+    vs = {verdict(row, m) for m in METRICS} - {None}
+    if not vs:
+        return None
+    if "better" in vs and "worse" in vs:
+        return "mixed"
+    return "better" if "better" in vs else ("worse" if "worse" in vs else "same")
+
+ESCALATION_CHOICE = ROOT / "results" / "dev" / "escalation_selection.json"
+
+LOSS_ACCOUNT = "loss_account.csv"  # page 12's account of each LLM design's MRR@10 loss, per condition (saved data)
+
+
+def loss_account(results_dir: Path) -> pd.DataFrame:
+    """The saved account of the LLM designs' losses (written by the loss notebook); empty when none."""
+    path = Path(results_dir) / LOSS_ACCOUNT
+    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+
+def runs_table(profile, table: pd.DataFrame) -> pd.DataFrame:
+    """How each run was produced, compactly: per design, the conditions with the same runs, models,
+    backend and profile; a run stopped part-way is named with its question count (saved, not scored)."""
+    from .. import pipeline
+    from ..designs import design_names
+
+    cfg = _profile(profile)
+    name = design_namer(cfg)
+    rows = []
+    for cname, cp in pipeline.condition_profiles(cfg).items():
+        scored = _scored(table[table.condition == cname]) if not table.empty else table
+        n = int(scored.questions.max()) if not scored.empty else None
+        for d in design_names():
+            prov = pipeline.provenance_table(cp, d)
+            if prov.empty:
+                continue
+            runs, partial = [], []
+            for f, q in zip(prov["run file"], prov["questions"]):
+                k = int(Path(f).stem[3:])
+                (runs if n is None or q >= n else partial).append(k if n is None or q >= n else f"run {k}: {q} of {n}")
+            text = ", ".join(map(str, runs)) if runs else "none complete"
+            if partial:
+                text += f" ({'; '.join(partial)} questions, saved, not scored)"
+            first = prov.iloc[0]
+            models = []
+            if pd.notna(first.get("embedder", None)):
+                models.append(str(first["embedder"]))
+            if isinstance(first.get("rerank_weights", None), dict):
+                w = first["rerank_weights"]
+                models.append("rerank " + " + ".join(f"{v:g}·{k}" for k, v in w.items() if v)
+                              + (f" ({first['reranker']})" if w.get("cross_encoder") else ""))
+            if "bm25" in prov and isinstance(first.get("bm25", None), dict):
+                models.append("BM25")
+            if pd.notna(first.get("llm_model", None)) and "llm_backend" in prov:
+                models.append(str(first["llm_model"]))
+            backend = ", ".join(sorted({str(b) for b in prov.get("llm_backend", pd.Series(dtype=str)).dropna()})) or DASH
+            rows.append({"design": name(d), "condition": cname, "runs": text, "models": "; ".join(models) or DASH,
+                         "backend": backend, "profile": ", ".join(sorted(set(prov.profile.astype(str))))})
+    if not rows:
+        return pd.DataFrame(columns=["design", "conditions", "runs", "models", "backend", "profile"])
+    df = pd.DataFrame(rows)
+    keys = ["design", "runs", "models", "backend", "profile"]
+    grouped = df.groupby(keys, sort=False).condition.apply(lambda s: "; ".join(s)).reset_index()
+    order = {n: i for i, n in enumerate(dict.fromkeys(df.design))}
+    grouped = grouped.sort_values("design", key=lambda s: s.map(order), kind="stable")
+    return grouped.rename(columns={"condition": "conditions"})[["design", "conditions", "runs", "models", "backend",
+                                                                "profile"]]
+
+BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit it is held to)
+    "dense_query": ("dense search", "embed one question and search the collection exactly", "50 ms per query"),
+    "embed_batch16": ("embedding the collection", "abstracts embedded per second, batches of 16", "1.5x the FLOP limit"),
+    "rerank_offline_step": ("rerank, as the offline profile runs it", "dense top 50 reordered by the profile's weights",
+                            "1.5 s per question"),
+    "rerank_fp32_len128_b16": ("the cross-encoder alone", "cross-encoder over 50 candidates, 128 tokens",
+                               "1.5 s per question"),
+    "bm25_index": ("BM25 index", "bm25s over the collection's title + abstract", "none"),
+    "bm25_query": ("BM25 query", "one question, top 50", "none"),
+    "hybrid_query": ("hybrid query", "BM25 + dense (question embedded) + RRF, top 50", "none"),
+    "snapshot_embed": ("embedding the whole snapshot", "papers embedded per second, projected to all papers",
+                       "resumable; done once, shipped at float16"),
+    "snapshot_dense_query": ("dense search over the whole snapshot", "exact search, one question",
+                             "50 ms per query, else faiss-cpu"),
+    "rerank_fp32_len256_b16": ("rerank at 256 tokens (not used)", "the same at 256 tokens", "1.5 s per question"),
+    "llm_rewrite_call": ("multi-query rewrite (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "llm_agent_call": ("agent decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "llm_escalate_call": ("escalation decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
+    "llm_loop_call": ("one tool-calling loop turn (local LLM)", "median of the recorded turns, prefix reuse on",
+                      "none (recorded when run)"),
+    "report_rerender": ("re-rendering the report", "make report from the saved runs", "2 minutes"),
+}
+
+SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss flat)", "faiss-hnsw": "approximate (faiss HNSW)"}
+
+
+def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
+    """The ``make bench ARGS="--scale ..."`` figures, smallest collection first: dense search by backend
+    over synthetic (or the snapshot's) vectors, and BM25 over synthetic chunks."""
+    rows = []
+    for key, row in steps.items():
+        if key.startswith("dense_scale_"):
+            label, backend = key[len("dense_scale_"):].rsplit("_", 1)
+            kind = "the snapshot's own vectors" if label == "snapshot" else (
+                "synthetic vectors like the snapshot's" if label.endswith("_spectrum") else "synthetic uniform vectors")
+            what = f"{SCALE_BACKEND_WORDS.get(backend, backend)} search, {row['rows']:,} x {row['dim']} {kind}"
+            summary = row.get("summary", "")
+            if row.get("sweep"):
+                summary += "; recall@10 / ms at ef_search " + ", ".join(
+                    f"{ef}: {v['recall_at_10']:.3f} / {v['median_ms']:.1f}"
+                    for ef, v in sorted(row["sweep"].items(), key=lambda kv: int(kv[0])))
+            order = list(SCALE_BACKEND_WORDS).index(backend) if backend in SCALE_BACKEND_WORDS else len(SCALE_BACKEND_WORDS)
+            rows.append((row["rows"], label, order, ("dense search at scale", what, summary,
+                                                     "50 ms per query exact, else faiss")))
+        elif key.startswith("bm25_scale_"):
+            what = f"bm25s over {row['rows']:,} synthetic chunks, read back memory-mapped"
+            rows.append((row["rows"], "~", 0, ("BM25 at scale", what, row.get("summary", ""), "none")))
+    return [r[-1] for r in sorted(rows, key=lambda r: r[:3])]

@@ -1,0 +1,275 @@
+"""The index's and the README's words: sentences generated from the numbers of ``index_numbers``
+(the answer with its scope first, the per-design notes, whose parts produced the numbers) and the
+README's results table. Plain text with **bold** marks; ``index_html`` makes the HTML."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from .article import article_cell, article_figures, shows_article
+from .display import design_namer, fixed, number, seconds, with_range
+from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _registry_order, _scored, conditions_from_summary,
+                            overall, verdict)
+
+
+QUESTION = "Does an agent that can search again find better evidence than plain search?"
+
+# what each design does, in a few words (the rerank step is described from the profile)
+DESIGN_WORDS = {
+    "dense": "embed the question, return the nearest abstracts (the baseline)",
+    "multiquery": "an LLM writes 3 rewrites; 4 searches fused by reciprocal rank fusion (k = 60)",
+    "agent": "search; an LLM sees the top-5 titles of every search so far and stops or writes a new query; at most 3 "
+             "searches, fused by RRF (the article's agent)",
+    "bm25": "keyword search (BM25) over title + abstract",
+    "hybrid": "the BM25 and dense lists fused by RRF",
+    "hybrid_rerank": "the hybrid top 50 reordered by the rerank step",
+    "agent_rerank": "the agent's fused list reordered by the rerank step",
+    "escalate": "hybrid_rerank first; the agent only where a confidence signal chosen on dev says the first pass is weak",
+    "loop": "a tool-calling loop: the model calls search and read itself and cites the papers it relies on",
+    "loop_question_first": "the tool-calling loop with the question searched first by the code, its result the "
+                           "model's first tool result",
+}
+
+ARTICLE_DESIGNS = ("dense", "rerank", "multiquery", "agent")
+
+VERDICT_WORDS = {"better": "measurably better than", "worse": "measurably worse than",
+                 "same": "not measurably different from", "mixed": "better on one measure and worse on the other than"}
+
+
+def _not_scored_note(table: pd.DataFrame, condition: str, design: str) -> str:
+    rows = table[(table.condition == condition) & (table.design == design)]
+    if rows.empty:
+        return "not run yet"
+    note = str(rows.not_scored.iloc[0]) if "not_scored" in rows and pd.notna(rows.not_scored.iloc[0]) else ""
+    return "no complete run yet" + (f" ({note}: saved, not scored)" if note else "")
+
+
+def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAULT_CONDITION,
+                    design: str = "agent") -> str:
+    """The answer in three to five sentences, generated from the condition table: the agent against
+    dense in the default condition beside the article's published difference; how that holds in the
+    other conditions; which step does beat dense; the headroom; and whose parts produced it.
+    Text with **bold** marks (``_md_bold`` turns it into HTML)."""
+    name = design_namer(profile)
+    scored = _scored(table)
+    if scored.empty:
+        return ("Not answered yet: no design has a complete, scored run, so nothing can be compared with dense. "
+                "The runs saved so far are listed under \"How each run was produced\".")
+    conditions = list(dict.fromkeys(table.condition))
+    default = default if default in conditions else conditions[0]
+    art = article_figures()["results"].get(design, {}) if shows_article(_profile(profile)) else {}
+    out = []
+    row = scored[(scored.condition == default) & (scored.design == design)]
+    if not row.empty and overall(row.iloc[0]) is not None:
+        r = row.iloc[0]
+        word = overall(r)
+        lead = {"worse": "**No**", "better": "**Yes**", "same": "**Not measurably**", "mixed": "**Not clearly**"}[word]
+        runs = f"{int(r.runs)} run" + ("s" if r.runs > 1 else "")
+        art_text = ""
+        if art.get("delta_recall_at_5") and art.get("delta_mrr_at_10"):
+            a5, a10 = art["delta_recall_at_5"], art["delta_mrr_at_10"]
+            art_text = (f"; the article measured {with_range(*a5)} and {with_range(*a10)}, no difference its questions "
+                        "could tell from zero" if all(x[1] <= 0 <= x[2] for x in (a5, a10)) else
+                        f"; the article measured {with_range(*a5)} and {with_range(*a10)}")
+        out.append(f"{lead}: on the {int(r.questions)} {default} the agent ({runs}) is {VERDICT_WORDS[word]} plain dense "
+                   f"search: recall@5 {with_range(r.recall_at_5_delta, r.recall_at_5_low, r.recall_at_5_high)} and "
+                   f"MRR@10 {with_range(r.mrr_at_10_delta, r.mrr_at_10_low, r.mrr_at_10_high)} against dense (95% "
+                   f"ranges){art_text}.")
+    else:
+        out.append(f"**Not answered yet for the {default}**: the agent has {_not_scored_note(table, default, design)} "
+                   "there, so its comparison with dense waits for a complete run.")
+    # the other conditions, grouped by what the agent did there
+    groups: dict[str, list[str]] = {}
+    waiting = []
+    for c in conditions:
+        if c == default:
+            continue
+        rr = scored[(scored.condition == c) & (scored.design == design)]
+        if rr.empty or overall(rr.iloc[0]) is None:
+            waiting.append(c)
+            continue
+        groups.setdefault(overall(rr.iloc[0]), []).append(
+            f"{c} (MRR@10 {fixed(rr.iloc[0].mrr_at_10_delta, sign=True)})")
+    pending = {}
+    for c in waiting:
+        pending.setdefault(_not_scored_note(table, c, design).split(" (")[0], []).append(c)
+    later = "; ".join(f"{note} on {_join(cs)}" for note, cs in pending.items())
+    if groups:
+        parts = [f"{VERDICT_WORDS[w]} dense on {_join(items)}" for w, items in groups.items()]
+        out.append("Elsewhere it is " + "; and ".join(parts) + (f" ({later})" if later else "") + ".")
+    elif later:
+        out.append(f"In the other conditions it is {later}.")
+    # what does beat dense
+    best = []
+    for c in conditions:
+        g = scored[(scored.condition == c) & (scored.design != "dense")]
+        g = g[[verdict(r, "mrr_at_10") == "better" or verdict(r, "recall_at_5") == "better" for _, r in g.iterrows()]]
+        if not g.empty:
+            b = g.loc[g.mrr_at_10_delta.astype(float).idxmax()]
+            best.append((c, b.design, float(b.mrr_at_10_delta), float(b.llm_calls or 0) > 0))
+    if best:
+        by: dict[str, list] = {}
+        for c, d, dv, llm in best:
+            by.setdefault(d, []).append((c, dv, llm))
+        bits = []
+        for d, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            vals = [dv for _, dv, _ in items]
+            span = fixed(vals[0], sign=True) if len(vals) == 1 else f"{fixed(min(vals), sign=True)} to " \
+                                                                    f"{fixed(max(vals), sign=True)}"
+            where = f"in {len(items)} of {len(conditions)} conditions" if len(items) > 1 else f"on {items[0][0]}"
+            bits.append(f"**{name(d)}** {where} (MRR@10 {span})")
+        none_llm = not any(llm for *_, llm in best)
+        out.append("The largest measurable gain over dense comes from " + _join(bits)
+                   + (", steps that call no language model." if none_llm and len(bits) > 1 else
+                      ", a step that calls no language model." if none_llm else "."))
+    else:
+        out.append("No design is measurably better than dense in any condition.")
+    dense = scored[(scored.condition == default) & (scored.design != "dense")]
+    if not dense.empty and pd.notna(dense.dense_misses_at_5.iloc[0]):
+        n, miss = int(dense.questions.max()), int(dense.dense_misses_at_5.iloc[0])
+        out.append(f"Dense already finds the source in its top 5 for {n - miss} of the {n} {default}, so no design "
+                   f"can raise recall@5 there by more than {miss / n:.3f}.")
+    return " ".join(out)
+
+
+def _join(items: list[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def parts_note(profile, where: str = "below") -> str:
+    """Whose parts produced the numbers, in one sentence (empty for the article's own parts); ``where``
+    the section "What differs from the article" is (below, on the index)."""
+    cfg = _profile(profile)
+    if not shows_article(cfg):  # a study of your own data
+        return (f"These numbers come from the study {cfg.name}: your documents and questions, searched with the "
+                f"embedder {cfg.embedder}, {rerank_short(cfg)} and {cfg.llm_model} through {cfg.llm_backend} "
+                "(\"This study\" below).")
+    if cfg.llm_backend == "anthropic":
+        return ""
+    return (f"These numbers come from the {cfg.name} profile's parts, not the article's: {cfg.llm_model} (a local "
+            f"model) instead of Claude Haiku, the embedder {cfg.embedder}, and {rerank_short(cfg)} instead of the "
+            f"article's cross-encoder (\"What differs from the article\" {where}).")
+
+
+def rerank_short(cfg) -> str:
+    """The rerank step in a few words, from the profile's weights: "a rerank step of 1·dense + 1.5·BM25"."""
+    w = {k: v for k, v in cfg.rerank_weights.items() if v}
+    words = {"cross_encoder": "cross-encoder", "dense": "dense", "bm25": "BM25"}
+    return "a rerank step of " + " + ".join(f"{v:g}·{words.get(k, k)}" for k, v in w.items())
+
+
+def rerank_step_words(cfg) -> str:
+    """What the profile's rerank step is, in words (from its weights)."""
+    w = {k: v for k, v in cfg.rerank_weights.items() if v}
+    parts = " + ".join(f"{v:g}·{k.replace('_', ' ')}" for k, v in w.items())
+    if "cross_encoder" not in w:
+        return (f"the dense top {cfg.rerank_k} reordered by {parts} (each score standardised over the "
+                "candidates), chosen on the dev set; no cross-encoder: the one trained here did not beat this on "
+                "dev (docs/reranker.md). The article used the cross-encoder cross-encoder/ms-marco-MiniLM-L-6-v2.")
+    model = ("cross-encoder/ms-marco-MiniLM-L-6-v2, the article's" if cfg.reranker_backend == "huggingface-hub"
+             else f"a MiniLM cross-encoder trained in this project ({cfg.reranker}), not the article's")
+    return f"the dense top {cfg.rerank_k} reordered by {parts}, the cross-encoder being {model}."
+
+
+def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, profile="offline",
+                   condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """One condition's scores for the README: recall@5 and MRR@10 with their ranges against dense
+    and the article's published figures beside them, searches, cost and latency per design (from
+    the condition table when given, else from the saved summary). A design without a complete run
+    is a row that says so."""
+    table = conditions if conditions is not None and not conditions.empty else conditions_from_summary(results_dir)
+    if table.empty:
+        return pd.DataFrame(columns=["design", "runs", "questions"])
+    if condition not in set(table.condition):
+        condition = table.condition.iloc[0]
+    name = design_namer(profile)
+    article = shows_article(_profile(profile))
+    rows = []
+    for _, r in _registry_order(table[table.condition == condition]).iterrows():
+        row = {"design": name(r.design)}
+        if not (pd.notna(r.get("questions")) and r.questions > 0):
+            row.update({"runs": 0, "questions": 0, "recall@5": _not_scored_note(table, condition, r.design)})
+            row.update({f"article {label} (− dense [range])": article_cell(r.design, m).replace("-", "−")
+                        for m, label in METRICS.items() if article})
+            rows.append(row)
+            continue
+        row.update({"runs": int(r.runs), "questions": int(r.questions)})
+        for m, label in METRICS.items():
+            cell = fixed(r[m])
+            if r.runs > 1 and pd.notna(r.get(f"{m}_min")):
+                cell += f" (runs {fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})"
+            row[label] = cell
+            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+            if article:
+                row[f"article {label} (− dense [range])"] = article_cell(r.design, m).replace("-", "−")
+        row["searches / q"] = number(r.searches, 2)
+        cost = r.get("cost_usd_per_q")
+        row["cost / q (USD)"] = (f"{cost:.5f}" if pd.notna(cost) and cost else
+                                 "0 (local model: no fee)" if (r.get("llm_calls") or 0) > 0 else "0")
+        row["latency median (s)"] = seconds(r.latency_median_s)
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
+
+
+def why_words(accounts: pd.DataFrame, condition: str, design: str = "agent",
+              names: Callable[[str], str] | None = None) -> str:
+    """Which part accounts for a design's MRR@10 loss in one condition, with its numbers (from the saved
+    account: the merge's part, best single list − fused; the queries' part, dense − best single list;
+    the gain of an oracle stop over the same queries); empty when not analysed or no loss."""
+    name = "the agent" if design == "agent" else (names or (lambda d: d))(design)
+    if accounts.empty:
+        return ""
+    row = accounts[(accounts.condition == condition) & (accounts.design == design)]
+    if row.empty or not round(float(row.iloc[0].loss), 3) > 0:
+        return ""
+    r = row.iloc[0]
+    if r.queries_part <= 0:
+        part = (f"the merge accounts for all of it: the best single list among its own searches is "
+                f"{-r.queries_part:.3f} above dense, and fusing them costs {r.merge_part:.3f}")
+    elif r.merge_part <= 0:
+        part = f"its queries account for all of it ({r.queries_part:.3f}); the merge costs nothing"
+    else:
+        part = (f"the merge accounts for {r.merge_share:.0%} ({r.merge_part:.3f}) and its queries for "
+                f"{r.queries_share:.0%} ({r.queries_part:.3f})")
+    return (f". Why {name} loses here (MRR@10 {-r.loss:+.3f} against dense, page 12): {part}; stopping exactly "
+            f"when the source was shown would change it by {r.stop_part:+.3f}, and {r.worse_share:.0%} of its new "
+            f"queries ranked the source worse than the question, {r.better_share:.0%} better")
+
+
+def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:
+    """Which step is worth its cost in one condition (generated): the cheapest design measurably
+    better than dense (fewest LLM calls, then lowest latency), and the best design that calls an LLM
+    against the best that does not."""
+    name = names or (lambda d: d)
+    better = g[(g.mrr_at_10_low.fillna(0) > 0) | (g.recall_at_5_low.fillna(0) > 0)]
+    out = ""
+    if not better.empty:
+        cheap = better.sort_values(["llm_calls", "latency_median_s"]).iloc[0]
+        out += (f". Cheapest measurably better step: {name(cheap.design)} (MRR@10 {cheap.mrr_at_10:.3f}, "
+                f"{cheap.llm_calls:.2f} LLM calls per question)")
+    llm, plain = g[g.llm_calls.fillna(0) > 0], g[g.llm_calls.fillna(0) == 0]
+    if not llm.empty and not plain.empty:
+        bl, bp = llm.loc[llm.mrr_at_10.idxmax()], plain.loc[plain.mrr_at_10.idxmax()]
+        verdict = "above" if bl.mrr_at_10 > bp.mrr_at_10 else "not above"
+        out += (f". The best design calling an LLM, {name(bl.design)} (MRR@10 {bl.mrr_at_10:.3f}, {bl.llm_calls:.2f} calls "
+                f"per question), is {verdict} the best without one, {name(bp.design)} ({bp.mrr_at_10:.3f})")
+    return out
+
+
+def readme_answer(table: pd.DataFrame, profile, figure: str | None) -> str:
+    """The README's answer paragraph (the index's answer and whose parts produced it) and the
+    headline figure under it."""
+    text = headline_answer(table, profile) + " " + parts_note(profile, "on the report index")
+    img = (f"\n\n![Each design minus dense with its 95% range, per condition; the article's published differences in "
+           f"black]({figure})") if figure else ""
+    return text.strip() + img
+
+
+def readme_results(table: pd.DataFrame, results_dir: Path, profile) -> str:
+    cfg = _profile(profile)
+    md = headline_table(results_dir, table, cfg).to_markdown(index=False)
+    return (f"Profile `{cfg.name}`, {DEFAULT_CONDITION} (generated from the saved runs by `make readme-table` and by "
+            "`make report`; every condition is on the report index):\n\n" + md)
