@@ -166,27 +166,75 @@ def repair_torn_tail(path: Path) -> int:
 
 
 class LockedError(RuntimeError):
-    """Another process is writing the same file."""
+    """Another process holds the lock (a writer of the same file, a run of the same study); the
+    message names it: pid, host, command and since when."""
+
+
+class HeldLock:
+    """An exclusive ``fcntl.flock`` on a lock file, held until :meth:`release` or the process ends
+    (the kernel releases it then, even for a killed process: no lock is left stuck). The holder's
+    pid, host, command and start time are written into the file, so a refused process can name it."""
+
+    def __init__(self, path: Path, fh):
+        self.path, self.fh = path, fh
+
+    def release(self) -> None:
+        if self.fh is None:
+            return
+        try:
+            self.fh.truncate(0)  # the file no longer names a holder
+        finally:
+            fcntl.flock(self.fh, fcntl.LOCK_UN)
+            self.fh.close()
+            self.fh = None
+
+    def __enter__(self) -> "HeldLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def holder(lock: Path) -> str:
+    """Who holds a lock, in words, from what it wrote into the lock file."""
+    try:
+        info = json.loads(Path(lock).read_text(encoding="utf-8"))
+        return f"pid {info['pid']} on {info['host']}, running `{info['command']}` since {info['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not written its details yet"
+
+
+def acquire(lock: Path, refused: str, wait: bool = False) -> HeldLock:
+    """Take the lock file ``lock`` (:class:`HeldLock`); without ``wait``, a lock already held is a
+    :class:`LockedError` at once: ``refused``, then the holder named."""
+    import socket
+    import sys
+    from datetime import datetime, timezone
+
+    lock = Path(lock)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")  # not truncated: the holder's details stay
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        fh.close()
+        raise LockedError(f"{refused} (held by {holder(lock)}; lock {lock})") from None
+    command = " ".join(sys.argv) or sys.executable
+    fh.truncate(0)
+    fh.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": command[:300],
+                         "since": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}))
+    fh.flush()
+    return HeldLock(lock, fh)
 
 
 @contextmanager
 def locked(path: Path, wait: bool = False) -> Iterator[None]:
-    """An exclusive lock on ``<path>.lock`` for the time of a write (fcntl; released when the process
-    ends, even if killed), so two writers never append to one file at once. Without ``wait`` a
-    file already locked is an error at once."""
+    """An exclusive lock on ``<path>.lock`` for the time of a write (:func:`acquire`), so two writers
+    never append to one file at once. Without ``wait`` a file already locked is an error at once,
+    naming the process that writes it."""
     lock = Path(path).with_name(Path(path).name + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(lock, "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-    except BlockingIOError as exc:
-        fh.close()
-        raise LockedError(f"{path}: another run is writing this file (lock {lock.name}); wait for it to finish") from exc
-    try:
+    with acquire(lock, f"{path}: another run is writing this file; wait for it to finish", wait):
         yield
-    finally:
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
 
 
 class Appender:

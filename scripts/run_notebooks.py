@@ -26,7 +26,9 @@ import build_report  # noqa: E402
 from check_settings import checked_profile, shown  # noqa: E402
 
 from lib.config import ROOT  # noqa: E402
+from lib.data.study import lock_study  # noqa: E402
 from lib.errors import ProfileError  # noqa: E402
+from lib.io import LockedError  # noqa: E402
 from lib.report.execute import notebook_parameters, run_notebooks  # noqa: E402
 
 
@@ -46,7 +48,8 @@ def main(argv: list[str]) -> int:
     try:
         profile = checked_profile(words)
         parameters = notebook_parameters(args.profile_file, words[1:])
-    except (ProfileError, OSError, ValueError) as exc:
+        lock_study(profile)  # one run of a study at a time, held until this process ends; a second is refused
+    except (ProfileError, OSError, ValueError, LockedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = shown(profile.report_dir)

@@ -17,7 +17,7 @@ import numpy as np
 from ..config import Profile, profile_file, shown_path
 from ..errors import DataError
 from ..evaluation.relevance import encode
-from ..io import write_json, write_jsonl
+from ..io import HeldLock, acquire, write_json, write_jsonl
 from .papers import read_collection
 from .questions import write_questions
 
@@ -25,6 +25,25 @@ from .questions import write_questions
 IMPORT_SETTINGS = ("documents_path", "documents_format", "document_fields", "document_metadata", "questions_source",
                    "user_questions_path", "question_fields", "qrels_path", "beir_split", "n_sources", "n_lookalikes",
                    "seed")
+
+
+# the study locks this process holds (one per study folder), kept for the process's life
+_HELD: dict[Path, HeldLock] = {}
+
+
+def lock_study(profile: Profile) -> HeldLock | None:
+    """One run of a study at a time: an exclusive lock on ``studies/<name>/study.lock``, taken when a
+    report run of the study starts and held until the process ends (the kernel releases it then, even
+    for a killed process). A second run is refused (:class:`lib.io.LockedError`) naming the holder:
+    pid, host, command and since when. Not a study of your own data (the shipped profiles): None."""
+    if profile.study_dir is None:
+        return None
+    path = profile.study_dir / "study.lock"
+    held = _HELD.get(path)
+    if held is None or held.fh is None:
+        held = _HELD[path] = acquire(path, f"{shown_path(profile.study_dir)}: study {profile.name!r} is being run by "
+                                           "another process; wait for it to finish")
+    return held
 
 
 def _file_digest(path: Path, h) -> None:
