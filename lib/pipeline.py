@@ -550,7 +550,9 @@ def condition_profiles(profile: Profile) -> dict[str, Profile]:
 
 def condition_table(profile: Profile) -> pd.DataFrame:
     """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
-    condition, the citation hit rate of the designs that cite papers, dense's headroom, searches and
+    condition and the paired randomization test's p-values, Holm-corrected over the whole table
+    (``<metric>_p_value``, ``<metric>_p_holm``, ``<metric>_measurable``, ``holm_family``), the
+    citation hit rate of the designs that cite papers, dense's headroom, searches and
     latency, computed from the saved runs (reading only).
     Runs stopped part-way are left out and named."""
     rows = []
@@ -573,14 +575,17 @@ def condition_table(profile: Profile) -> pd.DataFrame:
                    "not_scored": ", ".join(f"run {k}" for dd, k in sc.partial if dd == d)}
             for m in scores.METRICS:
                 dl = deltas[(deltas.design == d) & (deltas.metric == m)]
-                row.update({f"{m}_delta": None, f"{m}_low": None, f"{m}_high": None} if dl.empty else
-                           {f"{m}_delta": dl.delta.iloc[0], f"{m}_low": dl.low.iloc[0], f"{m}_high": dl.high.iloc[0]})
+                row.update({f"{m}_delta": None, f"{m}_low": None, f"{m}_high": None, f"{m}_p_value": None}
+                           if dl.empty else
+                           {f"{m}_delta": dl.delta.iloc[0], f"{m}_low": dl.low.iloc[0], f"{m}_high": dl.high.iloc[0],
+                            f"{m}_p_value": dl.p_value.iloc[0]})
             rows.append(row)
         for d, k in sc.partial:
             if d not in summary.index:
                 rows.append({"condition": cname, "design": d, "runs": 0, "questions": 0,
                              "not_scored": f"run {k} stopped part-way"})
-    return pd.DataFrame(rows)
+    # Holm's correction over every comparison the table (and so the index) makes
+    return scores.holm_wide(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
 
 
 def condition_breakdowns(profile: Profile) -> dict[str, pd.DataFrame]:

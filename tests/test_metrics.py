@@ -137,3 +137,61 @@ def test_the_citation_hit_rate_counts_the_cited_sources_of_the_designs_that_cite
 
     assert loop_summary(measures(run1, sources)).citation_all_rate.iloc[0] == pytest.approx(1 / 3)
     assert "citation_all_rate" not in loop_summary(measures(run1[:2], sources))
+
+
+def _two_systems(n=30, seed=3):
+    """Two systems' ranked lists over n one-source questions (the source "s" among five others)."""
+    rng = np.random.default_rng(seed)
+    docs = ["s", "a", "b", "c", "e", "f"]
+    return ({f"q{i}": list(rng.permutation(docs)) for i in range(n)},
+            {f"q{i}": list(rng.permutation(docs)) for i in range(n)})
+
+
+def test_paired_permutation_agrees_with_ranx_compare_and_scipy():
+    """The sign-flip p-value matches ranx's Fisher randomization test (its ``compare``) and scipy's
+    paired-samples permutation test on the same per-question MRR@10, to Monte Carlo error."""
+    from ranx import Qrels, Run, compare
+    from scipy import stats
+
+    from lib.evaluation.metrics import paired_permutation
+
+    a_lists, b_lists = _two_systems()
+    a = np.array([mrr_at_k(a_lists[q], "s") for q in a_lists])
+    b = np.array([mrr_at_k(b_lists[q], "s") for q in b_lists])
+    ours = paired_permutation(a, b, 20000, seed=1)
+    qrels = Qrels({q: {"s": 1} for q in a_lists})
+    runs = [Run({q: {d: 1.0 / (j + 1) for j, d in enumerate(ids)} for q, ids in lists.items()}, name=name)
+            for name, lists in (("a", a_lists), ("b", b_lists))]
+    report = compare(qrels, runs, ["mrr@10"], stat_test="fisher", n_permutations=20000, random_seed=1)
+    ranx_p = report.to_dict()["a"]["comparisons"]["b"]["mrr@10"]
+    scipy_p = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                                     n_resamples=20000, vectorized=True, random_state=1).pvalue
+    assert report.to_dict()["a"]["scores"]["mrr@10"] == pytest.approx(a.mean())
+    assert 0.2 < ours < 0.9  # no difference to speak of between two random systems
+    assert ours == pytest.approx(ranx_p, abs=0.02) and ours == pytest.approx(scipy_p, abs=0.02)
+
+
+def test_paired_permutation_by_hand():
+    from lib.evaluation.metrics import paired_permutation
+
+    # no difference anywhere: p = 1; the same value on every side: p = 1 whatever the seed
+    assert paired_permutation([1, 0, 1], [1, 0, 1]) == 1.0
+    # 12 questions all +1: of the 2^12 sign patterns only the two all-equal ones reach |mean| = 1,
+    # so p is near 2 / 4096 (the count is never 0: at least 1 / (1 + n))
+    p = paired_permutation(np.ones(12), np.zeros(12), 20000, seed=3)
+    assert 1 / 20001 <= p < 0.002
+    # zero differences add nothing: the same p as the non-zero ones alone, same seed
+    assert paired_permutation([1, 0, 1, 1, 0.5], [0, 0, 0, 1, 0.5], 5000, 2) == paired_permutation([1, 0, 1], [0, 0, 0],
+                                                                                                     5000, 2)
+    with pytest.raises(ValueError):
+        paired_permutation([1, 2], [1])
+
+
+def test_holm_by_hand():
+    from lib.evaluation.metrics import holm
+
+    # sorted 0.01, 0.03, 0.04, 0.5 of m = 4: 0.04, 0.09, max(0.08, 0.09), 0.5; NaN is no test
+    got = holm([0.01, 0.04, 0.03, np.nan, 0.5])
+    assert got[[0, 1, 2, 4]] == pytest.approx([0.04, 0.09, 0.09, 0.5]) and np.isnan(got[3])
+    assert holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert len(holm([])) == 0

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -214,3 +215,33 @@ def test_every_committed_summary_is_derived_from_its_runs(name):
     for design, row in now.iterrows():
         for col in ("runs", "questions", "recall_at_5", "mrr_at_10", "searches", "llm_calls"):
             assert saved[design][col] == pytest.approx(row[col], abs=1e-9), (path, design, col)
+
+
+def test_deltas_carry_the_randomization_p_value_and_holm_over_their_family(pq):
+    from lib.evaluation.metrics import holm, paired_permutation
+    from lib.evaluation.scores import ALPHA
+
+    df, _ = pq
+    d = deltas(df, n_resamples=200, n_permutations=2000)
+    row = d.set_index(["design", "metric"]).loc[("agent", "mrr_at_10")]
+    # per question agent means against dense, as the bootstrap pairs them
+    table = df.pivot_table(index="qid", columns="design", values="mrr_at_10", aggfunc="mean")
+    assert row.p_value == pytest.approx(paired_permutation(table["agent"], table["dense"], 2000, 7))
+    assert list(d.p_holm) == pytest.approx(list(holm(d.p_value)))
+    assert (d.p_holm >= d.p_value).all() and list(d.measurable) == list(d.p_holm < ALPHA)
+    assert d.family.iloc[0].endswith(f"({len(d)} tests)")
+
+
+def test_holm_wide_runs_over_every_row_and_measure_as_one_family():
+    from lib.evaluation.metrics import holm
+    from lib.evaluation.scores import holm_wide
+
+    t = pd.DataFrame({"condition": ["c1", "c1", "c2"], "design": ["dense", "agent", "agent"],
+                      "recall_at_5_p_value": [None, 0.01, 0.04], "mrr_at_10_p_value": [None, 0.002, 0.5]})
+    out = holm_wide(t)
+    want = holm([0.01, 0.002, 0.04, 0.5])  # four tests; dense's row has none
+    assert list(out.recall_at_5_p_holm[1:]) == pytest.approx([want[0], want[2]])
+    assert list(out.mrr_at_10_p_holm[1:]) == pytest.approx([want[1], want[3]])
+    assert np.isnan(out.recall_at_5_p_holm[0]) and not out.recall_at_5_measurable[0]
+    assert list(out.mrr_at_10_measurable) == [False, True, False]
+    assert out.holm_family.iloc[0].endswith("(4 tests)")

@@ -13,9 +13,12 @@ import pandas as pd
 from ..designs import BASELINE, design_names, llm_design_names
 from ..errors import DataError
 from ..runs import RecordCheck, read_checked, run_files
-from .metrics import paired_bootstrap, per_question
+from .metrics import PERMUTATIONS, holm, paired_bootstrap, paired_permutation, per_question
 
 METRICS = ("recall_at_5", "mrr_at_10")
+ALPHA = 0.05  # a comparison is measurable when its Holm-adjusted p-value is below this
+# the family Holm's correction runs over on the index (pipeline.condition_table): every comparison it shows
+INDEX_FAMILY = "every design minus dense, on recall@5 and MRR@10, in every condition of the index"
 DESIGN_ORDER = tuple(design_names())
 
 
@@ -107,9 +110,13 @@ def question_means(pq: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pq.pivot_table(index="qid", columns="design", values=metric, aggfunc="mean")
 
 
-def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7, metrics=METRICS) -> pd.DataFrame:
-    """Each design minus dense, paired on the same questions, with a 95% bootstrap range
-    (results/deltas.csv)."""
+def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7, metrics=METRICS,
+           n_permutations: int = PERMUTATIONS) -> pd.DataFrame:
+    """Each design minus dense, paired on the same questions, with a 95% bootstrap range, the paired
+    randomization test's two-sided p-value (``p_value``, :func:`metrics.paired_permutation`,
+    ``n_permutations`` sign flips, the same seed) and Holm's correction over the rows of this table
+    (``p_holm``; ``family`` names it; :func:`holm_family` redoes it over a larger family) with
+    ``measurable`` = p_holm < ``ALPHA`` (results/deltas.csv)."""
     rows = []
     for m in metrics:
         table = question_means(pq, m)
@@ -117,10 +124,42 @@ def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7, metrics=MET
             if d == BASELINE or d not in table:
                 continue
             pair = table[[BASELINE, d]].dropna()
-            delta, lo, hi = paired_bootstrap(pair[d].to_numpy(), pair[BASELINE].to_numpy(), n_resamples, seed)
+            a, b = pair[d].to_numpy(), pair[BASELINE].to_numpy()
+            delta, lo, hi = paired_bootstrap(a, b, n_resamples, seed)
             rows.append({"design": d, "metric": m, "questions": len(pair), "delta": delta, "low": lo, "high": hi,
-                         "includes_zero": bool(lo <= 0 <= hi)})
-    return pd.DataFrame(rows)
+                         "includes_zero": bool(lo <= 0 <= hi), "p_value": paired_permutation(a, b, n_permutations, seed)})
+    out = pd.DataFrame(rows, columns=["design", "metric", "questions", "delta", "low", "high", "includes_zero", "p_value"])
+    return holm_family(out, f"every design minus dense, on {' and '.join(metrics)}, in this table ({len(out)} tests)")
+
+
+def holm_family(table: pd.DataFrame, family: str) -> pd.DataFrame:
+    """``table`` (long: one test a row, ``p_value``) with Holm's correction over all its rows as one
+    family: ``p_holm``, ``measurable`` (p_holm < ``ALPHA``) and ``family`` (its description, with the
+    number of tests)."""
+    out = table.copy()
+    out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float)) if len(out) else []
+    out["measurable"] = out["p_holm"] < ALPHA
+    out["family"] = family
+    return out
+
+
+def holm_wide(table: pd.DataFrame, metrics=METRICS, family: str = INDEX_FAMILY) -> pd.DataFrame:
+    """A table with one comparison per row and measure (``<metric>_p_value``, as the condition table
+    holds them) with Holm's correction over every row and measure together: ``<metric>_p_holm`` and
+    ``<metric>_measurable`` (p_holm < ``ALPHA``; False where there is no test), and ``holm_family``
+    (its description, with the number of tests)."""
+    out = table.copy()
+    cols = [f"{m}_p_value" for m in metrics]
+    for c in cols:
+        if c not in out:
+            out[c] = np.nan
+    p = out[cols].to_numpy(dtype=float)
+    adj = holm(p.ravel()).reshape(p.shape) if p.size else p
+    for i, m in enumerate(metrics):
+        out[f"{m}_p_holm"] = adj[:, i] if len(out) else []
+        out[f"{m}_measurable"] = out[f"{m}_p_holm"] < ALPHA
+    out["holm_family"] = f"{family} ({int(np.sum(~np.isnan(p)))} tests)"
+    return out
 
 
 def graded_table(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7) -> pd.DataFrame:
