@@ -72,5 +72,5 @@ if drawn:
     display(plots.collection_chart(manifest, cfg.figures_dir / f"{cfg.name}_collection.png"))
     show(lookalike_pair(manifest, rows))
 
-# %%
+# %% tags=["finding"]
 reading(collection_reading(manifest))

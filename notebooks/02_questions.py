@@ -53,6 +53,7 @@ from lib.config import notebook_profile, shown_path
 from lib.data.questions import copied_ngrams, read_twopart_questions, words
 from lib.evaluation.relevance import relevant_ids
 from lib.report import plots
+from lib.report.display import safe_table
 from lib.report.pages import open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
@@ -87,8 +88,8 @@ plots.question_lengths(qs, cfg.figures_dir / f"{cfg.name}_question_lengths.png")
 
 # %%
 first = qs.groupby("style", sort=False).head(1)
-pd.DataFrame({"style": first["style"], "question": first["question"], "short form": first["short"],
-              "source title": first_source[first.index].map(lambda p: p["title"])}).style.hide(axis="index")
+safe_table(pd.DataFrame({"style": first["style"], "question": first["question"], "short form": first["short"],
+                    "source title": first_source[first.index].map(lambda p: p["title"])}))
 
 # %% [markdown]
 # ## Every question, with its review
@@ -100,7 +101,7 @@ whole_table(qs[["qid", "style", "question", "short", "ok", "review_note", "words
 # ## Failed review, with the reason
 
 # %%
-qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]].style.hide(axis="index")
+safe_table(qs.loc[qs.ok == 0, ["qid", "style", "question", "review_note"]])
 
 # %% [markdown]
 # ## The 4-gram check
@@ -129,17 +130,17 @@ if cfg.twopart_questions_path:
                      f"passed review; {int(tp.words.median())} words at the median ({tp.words.min()} to "
                      f"{tp.words.max()}); generator: {', '.join(sorted(tp.generator.unique()))}."))
     t1 = tp.iloc[0]
-    display(pd.DataFrame([{"qid": t1.qid, "question": t1.question, "short form": t1.short,
+    display(safe_table(pd.DataFrame([{"qid": t1.qid, "question": t1.question, "short form": t1.short,
                            "first paper": by_id[t1.source_ids[0]]["title"],
-                           "second paper": by_id[t1.source_ids[1]]["title"]}]).style.hide(axis="index"))
+                           "second paper": by_id[t1.source_ids[1]]["title"]}])))
     display(Markdown("Failed review, with the reason:"))
-    display(tp.loc[tp.ok == 0, ["qid", "question", "review_note"]].style.hide(axis="index"))
+    display(safe_table(tp.loc[tp.ok == 0, ["qid", "question", "review_note"]]))
     whole_table(tp.assign(source_ids=tp.source_ids.str.join(";"))[["qid", "source_ids", "question", "short", "ok",
                                                                    "review_note"]], cfg, "questions_twopart")
 else:
     display(Markdown("This profile has no two-part question set (`twopart_questions_path`)."))
 
-# %%
+# %% tags=["finding"]
 text = (f"{int(qs.ok.sum())} of {len(qs)} questions passed review and are scored; their median length is "
         f"{int(qs.loc[qs.ok == 1, 'words'].median())} words, and {len(copies)} copy 4 or more title words.")
 if tp is not None:

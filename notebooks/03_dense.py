@@ -30,6 +30,9 @@ question_limit = None   # e.g. 20 to try the design on the first 20 questions
 
 # %%
 from lib.config import notebook_profile
-from lib.report.pages import design_page
+from lib.report.pages import design_page, finding
 
 page = design_page(notebook_profile(globals()), "dense")
+
+# %% tags=["finding"]
+finding(page)

@@ -36,7 +36,7 @@ rerank_k = None         # None: the profile's (50, as in the article)
 
 # %%
 from lib.config import notebook_profile
-from lib.report.pages import design_page, reranker_report
+from lib.report.pages import design_page, finding, reranker_report
 
 cfg = notebook_profile(globals())
 report = reranker_report(cfg)
@@ -46,3 +46,6 @@ report = reranker_report(cfg)
 
 # %%
 page = design_page(cfg, "rerank")
+
+# %% tags=["finding"]
+finding(page)

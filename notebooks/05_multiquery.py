@@ -39,6 +39,9 @@ llm_backend = None      # None: the profile's (offline: replay); local or anthro
 
 # %%
 from lib.config import notebook_profile
-from lib.report.pages import design_page
+from lib.report.pages import design_page, finding
 
 page = design_page(notebook_profile(globals()), "multiquery", runs=runs)
+
+# %% tags=["finding"]
+finding(page)

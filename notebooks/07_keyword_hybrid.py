@@ -31,7 +31,10 @@ hybrid_depth = None     # None: the profile's (50)
 
 # %%
 from lib.config import notebook_profile
-from lib.report.pages import design_page
+from lib.report.pages import design_page, finding
 
 cfg = notebook_profile(globals())
 pages = {name: design_page(cfg, name) for name in ("bm25", "hybrid", "hybrid_rerank")}
+
+# %% tags=["finding"]
+finding(*pages.values())

@@ -42,7 +42,7 @@ llm_backend = None          # None: the profile's (offline: replay); local or an
 # %%
 from lib.config import notebook_profile
 from lib.report.escalation import outcomes_report, selection_report
-from lib.report.pages import design_page
+from lib.report.pages import design_page, finding
 
 cfg = notebook_profile(globals())
 selection = selection_report(cfg)
@@ -52,6 +52,9 @@ selection = selection_report(cfg)
 
 # %%
 page = design_page(cfg, "escalate", runs=runs)
+
+# %% tags=["finding"]
+finding(page)
 
 # %%
 outcomes = outcomes_report(cfg)

@@ -71,6 +71,8 @@ from lib.report.pages import design_page
 
 cfg = notebook_profile(globals())
 lead = loop_report.lead_design(design)
+
+# %% tags=["finding"]
 short = loop_report.headline(cfg, lead)
 
 # %% [markdown]

@@ -95,7 +95,7 @@ found = pq.groupby("qid").mrr_at_10.max()
 missed = [q for q in found.index if found[q] == 0]
 show(pd.DataFrame([{"qid": q, "question": qtext[q]} for q in missed]))
 
-# %%
+# %% tags=["finding"]
 n_better = int((cases.change == "better").sum()) if len(cases) else 0
 n_worse = int((cases.change == "worse").sum()) if len(cases) else 0
 text = (f"{len(cases)} (question, design, run) cases rank the source differently from dense: {n_better} better and "

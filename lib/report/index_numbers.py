@@ -47,11 +47,22 @@ def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | 
                "dense_misses_at_5": head.get("dense_misses_at_5"), "not_scored": ""}
         for m in METRICS:
             dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)] if not deltas.empty else deltas
-            row.update({f"{m}_delta": dl.delta.iloc[0] if len(dl) else None,
-                        f"{m}_low": dl.low.iloc[0] if len(dl) else None,
-                        f"{m}_high": dl.high.iloc[0] if len(dl) else None})
+            row.update(delta_columns(dl, m))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def delta_columns(dl: pd.DataFrame, metric: str) -> dict:
+    """One design's difference from dense on one measure (its row of ``scores.deltas``, or none) as the
+    condition table's columns: ``<metric>_delta``, ``_low``, ``_high``, and where the saved differences
+    carry the paired randomization test, ``_p`` and ``_p_holm``."""
+    def first(col):
+        return dl[col].iloc[0] if len(dl) and col in dl else None
+
+    out = {f"{metric}_delta": first("delta"), f"{metric}_low": first("low"), f"{metric}_high": first("high")}
+    if "p_holm" in dl:
+        out.update({f"{metric}_p": first("p_value"), f"{metric}_p_holm": first("p_holm")})
+    return out
 
 
 def conditions_from_summary(results_dir: Path, condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
@@ -81,8 +92,15 @@ def _registry_order(g: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values("design", key=lambda s: s.map(lambda d: order.get(d, len(order))), kind="stable")
 
 
-def verdict(row, metric: str) -> str | None:
-    """better / worse / same (the 95% range holds 0) against dense, or None where not compared."""
+def verdict(row, metric: str, alpha: float = 0.05) -> str | None:
+    """better / worse / same against dense, or None where not compared. Where the row carries the
+    Holm-corrected p-value of the paired randomization test (``<metric>_p_holm``, from the saved
+    differences), the difference is measurable when it is below ``alpha`` and its sign says which way;
+    otherwise, when the 95% paired bootstrap range excludes 0."""
+    p = row.get(f"{metric}_p_holm")
+    delta = row.get(f"{metric}_delta")
+    if p is not None and not pd.isna(p) and delta is not None and not pd.isna(delta):
+        return ("better" if delta > 0 else "worse") if p < alpha and delta != 0 else "same"
     low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
     if low is None or high is None or pd.isna(low) or pd.isna(high):
         return None

@@ -7,7 +7,7 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import shown_path
-from .display import readable, styled
+from .display import markdown_code, readable, safe_table, styled
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -52,8 +52,8 @@ def open_page(profile, *settings: str) -> None:
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
-    display(pd.DataFrame([(k.replace("_", " "), setting_text(v)) for k, v in rows],
-                         columns=["setting", "value"]).style.hide(axis="index"))
+    display(safe_table(pd.DataFrame([(k.replace("_", " "), setting_text(v)) for k, v in rows],
+                         columns=["setting", "value"])))
     if profile.collection_source == "documents":
         display(Markdown(study_banner(profile)))
 
@@ -65,9 +65,9 @@ def study_banner(profile) -> str:
 
     man = profile.data_dir / "collection_manifest.json"
     if not man.exists():
-        return f"**A study of your own data** (`{shown_path(profile.path('documents_path'))}`); not imported yet."
+        return f"**A study of your own data** ({markdown_code(shown_path(profile.path('documents_path')))}); not imported yet."
     m = json.loads(man.read_text())
-    files = "; ".join(f"{k}: `{v}`" for k, v in m.get("files", {}).items())
+    files = "; ".join(f"{k}: {markdown_code(v)}" for k, v in m.get("files", {}).items())
     qs = f", {m['questions_scored']} questions with a relevant document" if "questions_scored" in m else ""
     return (f"**A study of your own data**, not the arXiv study the prose describes: {m['n_papers']:,} documents{qs} "
             f"({files}). Each design, setting and score is computed on these files.")
@@ -255,9 +255,9 @@ def design_page(profile, name: str, runs=None) -> dict:
         first_run = min(page["runs"])
         shown = page["runs"][first_run][:5]
         display(Markdown(f"## What the model wrote, exactly as written: the first {len(shown)} questions, run {first_run}"))
-        display(pd.DataFrame([{"question id": r.qid, "question": r.queries[0],
+        display(safe_table(pd.DataFrame([{"question id": r.qid, "question": r.queries[0],
                                "queries written": " | ".join(written_queries(r)) or "(none)",
-                               "ended by": r.stop_reason or "-"} for r in shown]).style.hide(axis="index"))
+                               "ended by": r.stop_reason or "-"} for r in shown])))
     display(Markdown("## Which profile, models and backend produced each saved run"))
     show(provenance_view(page["provenance"]), profile=profile)
     try:
@@ -271,8 +271,17 @@ def design_page(profile, name: str, runs=None) -> dict:
         show(deltas.drop(columns=["includes_zero"]), profile=profile)
     page["deltas"] = deltas
     row = summary.iloc[0] if not summary.empty else None
-    reading(design_reading(name, row, deltas, n_common, head, partial, label))
+    page["reading"] = design_reading(name, row, deltas, n_common, head, partial, label)
+    reading(page["reading"])
     return page
+
+
+def finding(*pages: dict) -> None:
+    """The page's finding, for the cell tagged ``finding`` that the rendered page shows first: each
+    design page's generated reading (``design_page(...)["reading"]``), in the order given."""
+    for page in pages:
+        if page.get("reading"):
+            reading(page["reading"])
 
 
 def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
@@ -312,7 +321,7 @@ def reranker_report(profile) -> dict:
         ], columns=["cross-encoder training", "value"])
         display(Markdown("### The cross-encoder trained here (the first model; `docs/reranker.md` records the "
                          "second, trained on abstract sentences)"))
-        display(out["training"].style.hide(axis="index"))
+        display(safe_table(out["training"]))
     dev = load_profile("dev").results_dir
     sel_path, table_path = dev / "rerank_selection.json", dev / "rerank_selection.csv"
     if not sel_path.exists():

@@ -2,6 +2,11 @@
 settings as a table instead) and stderr output (progress bars, warnings) left out, the page titled
 in words, and a navigation bar linking the index and the neighbouring notebooks.
 
+Every page leads with its generated finding: the cells tagged ``finding`` are moved up to follow
+the page's title cell and shown without their code; every other code input is folded into a closed
+"How this was computed" box, and so is the run's settings table (the nbconvert template
+``templates/report``).
+
 A notebook whose run did not complete (an error output, or a cell papermill marks failed or never
 finished) is never rendered, and the page it would replace is left as it was. The random ids that
 pandas' Styler and itables give their tables are replaced by ids numbered in page order, so
@@ -32,6 +37,42 @@ class DropStderr(Preprocessor):
     def preprocess_cell(self, cell, resources, index):
         if cell.get("outputs"):
             cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+        return cell, resources
+
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+FINDING = "finding"
+
+
+class LeadWithFinding(Preprocessor):
+    """Moves the cells tagged ``finding`` to follow the page's first markdown cell (its title), in
+    their order; the notebook's run is unchanged (only the page's order)."""
+
+    def preprocess(self, nb, resources):
+        lead = [c for c in nb.cells if FINDING in c.get("metadata", {}).get("tags", [])]
+        if lead:
+            rest = [c for c in nb.cells if c not in lead]
+            at = next((i + 1 for i, c in enumerate(rest) if c.cell_type == "markdown"), 0)
+            nb.cells = rest[:at] + lead + rest[at:]
+        return nb, resources
+
+
+_SETTINGS_TABLE = re.compile(r">\s*setting\s*</th>\s*<th[^>]*>\s*value\s*</th>", re.S)
+
+
+class FoldSettings(Preprocessor):
+    """Folds the run's settings table (the one with the columns setting and value that each page
+    shows instead of its parameters cell) into a closed box."""
+
+    def preprocess_cell(self, cell, resources, index):
+        for o in cell.get("outputs", []) or []:
+            data = o.get("data") or {}
+            page = data.get("text/html")
+            if isinstance(page, list):
+                page = "".join(page)
+            if isinstance(page, str) and _SETTINGS_TABLE.search(page):
+                data["text/html"] = ('<details class="settings"><summary>The settings of this run</summary>'
+                                     + page + "</details>")
         return cell, resources
 
 
@@ -123,9 +164,11 @@ def render(notebook: Path, out_dir: Path) -> Path:
     nb = read_executed(notebook)
     if why := run_problem(nb):
         raise ReportError(f"{shown_path(notebook)}: not rendered, its run did not complete: {why}")
-    exporter = HTMLExporter()
+    exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)])
     exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters", "parameters"}), enabled=True)
     exporter.register_preprocessor(DropStderr(), enabled=True)
+    exporter.register_preprocessor(LeadWithFinding(), enabled=True)
+    exporter.register_preprocessor(FoldSettings(), enabled=True)
     title = titles.get(notebook.stem, notebook.stem)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     if notebook.stem in titles:
