@@ -103,21 +103,56 @@ def test_parquet_with_integer_ids(tmp_path):
     assert [r["id"] for r in rows] == ["3", "10"] and [r["metadata"]["score"] for r in rows] == [0.5, 1.5]
 
 
-def test_beir_folder():
-    docs, questions, qrels = read_beir(DATA / "beir")
+def test_beir_folder(capsys):
+    docs, questions, qrels, unjudged = read_beir(DATA / "beir")
     assert [d["id"] for d in docs] == ["d1", "d2", "d3", "d4", "d5"]
     assert read_documents(DATA / "beir") == docs  # a folder is read as BEIR
     d1 = docs[0]
     assert d1["title"] == "Coral bleaching thresholds" and d1["metadata"] == {"url": "https://example.org/d1"}
     assert docs[1]["title"] == "" and docs[3]["metadata"] == {}
     assert qrels == {"q1": {"d1": 2, "d3": 1, "d2": 0}, "q2": {"d4": 1}, "q3": {"d5": 1, "d2": 2}, "q5": {"d1": 0}}
-    # the split's queries in queries.jsonl order; grade 0 is not relevant; q5 (nothing relevant) and q4 (dev) left out
+    # the split's queries in queries.jsonl order; grade 0 is not relevant: q5 kept with nothing relevant
+    # (a study counts it and leaves it out); q4 (judged in dev only) is no question of test: counted and named
     assert questions == [
         {"qid": "q1", "question": "at what temperature do corals bleach", "relevant": {"d1": 2, "d3": 1}},
         {"qid": "q2", "question": "where do kelp forests grow fastest", "relevant": {"d4": 1}},
-        {"qid": "q3", "question": "why do shells form slowly in acidic water", "relevant": {"d5": 1, "d2": 2}}]
-    _, dev, dev_qrels = read_beir(DATA / "beir", split="dev")
+        {"qid": "q3", "question": "why do shells form slowly in acidic water", "relevant": {"d5": 1, "d2": 2}},
+        {"qid": "q5", "question": "deep sea mining rules", "relevant": {}}]
+    assert unjudged == ["q4"]
+    out = capsys.readouterr().out
+    assert "queries.jsonl: 1 of 5 queries have no judgement in test.tsv" in out and ": q4" in out
+    _, dev, dev_qrels, dev_unjudged = read_beir(DATA / "beir", split="dev")
     assert [q["qid"] for q in dev] == ["q4"] and dev_qrels == {"q4": {"d2": 1}}
+    assert dev_unjudged == ["q1", "q2", "q3", "q5"]
+
+
+def test_ids_are_read_in_nfc_and_ids_equal_once_normalised_are_refused(tmp_path):
+    nfc, nfd = "caf\u00e9", "cafe\u0301"  # the same id: a precomposed e-acute, and e with a combining accent
+    assert nfc != nfd
+    path = jsonl(tmp_path, "docs.jsonl", {"id": nfd, "text": "one"}, {"id": "b", "text": "two"})
+    assert [r["id"] for r in read_documents(path)] == [nfc, "b"]
+    # the judgements and the questions' relevant column find the document however its id is written
+    qrels = write(tmp_path, "q.qrels", f"q1 0 {nfc} 1\nq{nfd} 0 {nfd} 2\n")
+    assert read_qrels(qrels, None, [nfc, "b"]) == {"q1": {nfc: 1}, f"q{nfc}": {nfc: 2}}
+    qs = write(tmp_path, "qs.csv", f"qid,question,source_id\nq{nfd},which one,{nfd}\n")
+    assert read_user_questions(qs, known_doc_ids=[nfc]) == [{"qid": f"q{nfc}", "question": "which one",
+                                                             "relevant": {nfc: 1}}]
+    # two ids that collide once normalised: refused, naming the file, both lines and the field
+    clash = jsonl(tmp_path, "clash.jsonl", {"id": nfc, "text": "one"}, {"id": "b", "text": "two"},
+                  {"id": nfd, "text": "three"})
+    msg = error_of(read_documents, clash)
+    assert str(clash) in msg and "line 3" in msg and "line 1" in msg and "field 'id'" in msg and "NFC" in msg
+    msg = error_of(read_user_questions, write(tmp_path, "qclash.csv", f"qid,question\n{nfc},a\n{nfd},b\n"))
+    assert "qclash.csv: line 3" in msg and "line 2" in msg and "field 'qid'" in msg and "NFC" in msg
+    beir = tmp_path / "beir"
+    jsonl(beir, "corpus.jsonl", {"_id": nfd, "text": "x"})
+    jsonl(beir, "queries.jsonl", {"_id": "q1", "text": "y"}, {"_id": "q2", "text": "z"})
+    write(beir, "qrels/test.tsv", f"query-id\tcorpus-id\tscore\nq1\t{nfc}\t1\n")
+    docs, questions, _, unjudged = read_beir(beir)
+    assert docs[0]["id"] == nfc and questions[0]["relevant"] == {nfc: 1} and unjudged == ["q2"]
+    jsonl(beir, "corpus.jsonl", {"_id": nfd, "text": "x"}, {"_id": nfc, "text": "x"})
+    msg = error_of(read_beir, beir)
+    assert "corpus.jsonl: line 2" in msg and "field '_id'" in msg and "line 1" in msg and "NFC" in msg
 
 
 def test_user_questions_with_a_relevant_column():

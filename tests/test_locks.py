@@ -93,8 +93,8 @@ def study(tmp_path):
     shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": f"d{i}", "text": f"text {i}"}) + "\n" for i in (1, 2)))
-    done = subprocess.run([sys.executable, "scripts/new_study.py", "--name", name, "--docs", str(docs)], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "scripts/new_study.py", "--name", name, "--docs", str(docs),
+                           "--set", "llm_backend=replay"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     yield name
     shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)

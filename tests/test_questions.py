@@ -59,3 +59,16 @@ def test_user_file_errors_name_file_row_and_field(tmp_path):
     extra.write_text("qid,source_id,question\nu1,2607.00001,q?,surplus\n")
     with pytest.raises(DataError, match="row 2: more fields than columns"):
         read_questions(extra, known)
+
+
+def test_qids_and_source_ids_are_read_in_nfc_and_a_normalisation_clash_is_refused(tmp_path):
+    nfc, nfd = "caf\u00e9", "cafe\u0301"  # one id written two ways (precomposed; e with a combining accent)
+    path = write(tmp_path / "q.csv", ["qid", "source_id", "question"], [[f"q-{nfd}", nfd, "which?"]])
+    row = read_questions(path, known_ids=[nfc])[0]
+    assert row["qid"] == f"q-{nfc}" and row["source_id"] == nfc
+    path = write(tmp_path / "clash.csv", ["qid", "source_id", "question"], [[nfc, "a", "x"], ["q2", "a", "y"],
+                                                                            [nfd, "a", "z"]])
+    with pytest.raises(DataError) as exc:
+        read_questions(path)
+    msg = str(exc.value)
+    assert "clash.csv: row 4: field 'qid'" in msg and "row 2" in msg and "NFC" in msg

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +182,58 @@ def test_questions_for_documents_that_have_none(tmp_path, study_name):
     assert all(r["generator"].startswith("local") for r in written)
     records = list((profile.own_dir / "llm_records").rglob("*.jsonl"))
     assert {p.stem for p in records} >= {"question", "review"}
+
+
+def test_a_rerun_of_the_import_returns_what_the_first_run_returned(tmp_path, study_name):
+    """The first rerun of a study reads back what its first run wrote: the import returns it read back
+    too (not the dict it built, whose order differs from the file's), so page 01 is the same twice."""
+    from lib.report.collection import documents_table
+
+    docs, qs, qrels = write_tiny(tmp_path)
+    assert new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--qrels", str(qrels),
+                     "--fields", "id=doc_id,title=headline,text=body").returncode == 0
+    profile = load_profile(study_name)
+    first, again = import_study(profile), import_study(profile)
+    assert json.dumps(first) == json.dumps(again)  # the same values in the same order
+    assert documents_table(first[1], first[0]).to_html() == documents_table(again[1], again[0]).to_html()
+
+
+def test_a_beir_study_counts_and_names_the_queries_without_judgements(study_name, capsys):
+    beir = ROOT / "tests" / "data" / "userdocs" / "beir"
+    assert new_study(study_name, "--docs", str(beir)).returncode == 0
+    _, manifest = import_study(load_profile(study_name))
+    assert manifest["queries_unjudged"] == 1 and manifest["queries_unjudged_ids"] == ["q4"]  # judged in dev only
+    assert manifest["questions"] == 4 and manifest["questions_scored"] == 3
+    assert manifest["questions_without_relevant"] == ["q5"]  # judged, nothing relevant: left out, counted
+    assert "1 of 5 queries have no judgement in test.tsv" in capsys.readouterr().out
+
+
+def test_a_changed_document_file_recomputes_and_keeps_the_old_results_aside(tmp_path, study_name, capsys):
+    docs, qs, qrels = write_tiny(tmp_path)
+    assert new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--qrels", str(qrels),
+                     "--fields", "id=doc_id,title=headline,text=body", "--set", "chunk_documents=false").returncode == 0
+    profile = load_profile(study_name)
+    import_study(profile)
+    pipeline.run(profile, "bm25", progress=False)
+    rdir = profile.results_dir
+    saved = {p.relative_to(rdir): p.read_bytes() for p in rdir.rglob("*")
+             if p.is_file() and p.suffix != ".lock" and "cache" not in p.parts}
+    assert {str(p) for p in saved} == {"bm25/run1.jsonl", "bm25/run1.trec", "qrels.txt"}
+    # other bytes, the same documents (a blank line): nothing is set aside, the saved run is reused
+    docs.write_text(docs.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert "superseded" not in import_study(profile)[1]
+    assert (rdir / "bm25" / "run1.jsonl").read_bytes() == saved[Path("bm25/run1.jsonl")]
+    # a document's text changes: the old data and runs are moved aside, then the design runs again
+    docs.write_text(docs.read_text(encoding="utf-8").replace("warranty covers parts", "warranty covers the seal"),
+                    encoding="utf-8")
+    old_collection = (profile.data_dir / "collection.jsonl").read_bytes()
+    _, manifest = import_study(profile)
+    out = capsys.readouterr().out
+    assert "changed since the last import" in out and "3 saved run file(s)" in out and "computed again" in out
+    aside = ROOT / manifest["superseded"]["moved_to"]
+    assert aside.parent == STUDIES_DIR / study_name / "superseded" and manifest["superseded"]["run_files"] == 3
+    assert {p: (aside / "results" / p).read_bytes() for p in saved} == saved  # kept, byte for byte
+    assert (aside / "data" / "collection.jsonl").read_bytes() == old_collection
+    assert not (rdir / "bm25" / "run1.jsonl").exists() and (rdir / "cache" / "bm25").is_dir()  # caches stay
+    new = pipeline.run(profile, "bm25", progress=False)[1]  # no StaleResults: computed again
+    assert [r.qid for r in new] == ["u1", "u2"] and (rdir / "bm25" / "run1.jsonl").read_bytes() != saved[Path("bm25/run1.jsonl")]

@@ -13,6 +13,10 @@ Every document becomes a row of the collection's shape (:func:`lib.data.collecti
 elsewhere), ``categories``, ``first_seen``, ``role`` (``"document"``) and ``metadata`` (a dict).
 A question is ``{"qid", "question", "relevant": {doc_id: grade}}``, grades > 0 only.
 
+Ids (documents', questions', and those the judgements name) are read in Unicode normal form NFC
+(UAX #15): ids that differ only by normalisation name one document, and two such ids in one file
+are refused, as duplicates are.
+
 Every error is a :class:`DataError` naming the file, the 1-based line (text files, the header
 being line 1 of a CSV file) or row (Parquet), and the field.
 """
@@ -24,6 +28,7 @@ import io
 import json
 import math
 import sys
+import unicodedata
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,13 +72,22 @@ def read_text(path: Path) -> str:
     return read_utf8(path)
 
 
-def _record_id(table: "_Table", n: int, rec: Mapping, column: str, what: str, first_at: dict[str, int]) -> tuple[str, str]:
-    """Where record ``n`` is, and its id (required, unique: a second use is an error naming both places)."""
+def _record_id(table: "_Table", n: int, rec: Mapping, column: str, what: str,
+               first_at: dict[str, tuple[int, str]]) -> tuple[str, str]:
+    """Where record ``n`` is, and its id (required, NFC, unique: a second use, or an id that is the same
+    as an earlier one once both are normalised, is an error naming both places)."""
     where = table.where(n)
-    key = _id(_cell(table, n, rec, column, what, True), where, column)
+    raw = _cell(table, n, rec, column, what, True)
+    key = _id(raw, where, column)
     if key in first_at:
-        raise DataError(f"{where}: field {column!r}: duplicate id {key!r} (first at {table.unit} {first_at[key]})")
-    first_at[key] = n
+        at, first = first_at[key]
+        written = str(raw).strip()
+        if written != first:
+            raise DataError(f"{where}: field {column!r}: id {written!r} is the id {first!r} of {table.unit} {at} "
+                            "written with other Unicode code points (the same once normalised to NFC); "
+                            "two ids may not differ by normalisation only")
+        raise DataError(f"{where}: field {column!r}: duplicate id {key!r} (first at {table.unit} {at})")
+    first_at[key] = (n, str(raw).strip())
     return where, key
 
 
@@ -205,7 +219,9 @@ def _format_of(path: Path, fmt: str | None) -> str:
 
 def _id(value: Any, where: str, field: str) -> str:
     """An id as a stripped, non-empty string without whitespace (TREC run and qrels files separate
-    their fields by whitespace); integers are accepted and written in decimal."""
+    their fields by whitespace), in Unicode normal form NFC (so an id typed with a precomposed "é"
+    and one with "e" and a combining accent name one document, in every file); integers are
+    accepted and written in decimal."""
     if value is None:
         raise DataError(f"{where}: field {field!r} is empty")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -217,7 +233,7 @@ def _id(value: Any, where: str, field: str) -> str:
     if any(c.isspace() for c in text):
         raise DataError(f"{where}: field {field!r}: id {text!r} contains whitespace (run and qrels files "
                         "separate their fields by whitespace)")
-    return text
+    return unicodedata.normalize("NFC", text)
 
 
 def _text(value: Any, where: str, field: str, required: bool) -> str:
@@ -347,7 +363,7 @@ def read_documents(path: str | Path, fmt: str | None = None, fields: Mapping[str
                 seen = sorted({k for _, rec in table.records for k in rec})
                 raise DataError(f"{path}: metadata column {column!r} is in no line; the lines have fields {seen}")
     rows: list[dict] = []
-    first_at: dict[str, int] = {}
+    first_at: dict[str, tuple[int, str]] = {}
     for n, rec in table.records:
         where, doc_id = _record_id(table, n, rec, cols["id"], "the document's id", first_at)
         text = _text(_cell(table, n, rec, cols["text"], "the document's text", True), where, cols["text"], True)
@@ -397,7 +413,7 @@ def read_user_questions(path: str | Path, fields: Mapping[str, str] | None = Non
 
 def _questions(table: _Table, cols: Mapping[str, str], relevant_required: bool, known: set[str] | None) -> list[dict]:
     out: list[dict] = []
-    first_at: dict[str, int] = {}
+    first_at: dict[str, tuple[int, str]] = {}
     for n, rec in table.records:
         where, qid = _record_id(table, n, rec, cols["id"], "the question's id", first_at)
         question = _text(_cell(table, n, rec, cols["question"], "the question's text", True), where,
@@ -491,11 +507,13 @@ def attach_qrels(questions: Sequence[Mapping], qrels: Mapping[str, Mapping[str, 
 
 
 def read_beir(folder: str | Path, split: str = "test", metadata: Sequence[str] | None = None
-              ) -> tuple[list[dict], list[dict], dict[str, dict[str, int]]]:
-    """A BEIR folder: its documents (:func:`read_documents`), the questions of one qrels split and
-    that split's judgements. As BEIR's loader does, only the queries the split judges are kept; of
-    those, a query with no judgement above 0 is left out (nothing in the collection answers it).
-    Question order is queries.jsonl's."""
+              ) -> tuple[list[dict], list[dict], dict[str, dict[str, int]], list[str]]:
+    """A BEIR folder: its documents (:func:`read_documents`), the questions of one qrels split, that
+    split's judgements, and the ids of the queries the split does not judge. As BEIR's loader does,
+    only the queries the split judges are questions (in queries.jsonl's order); a question with no
+    judgement above 0 is kept with no relevant document (``relevant`` empty: a study leaves it out
+    and counts it). The queries the split leaves without any judgement are not dropped silently:
+    they are returned, counted and named in a message."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: no such BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)")
@@ -510,7 +528,11 @@ def read_beir(folder: str | Path, split: str = "test", metadata: Sequence[str] |
     qrels = read_qrels(qrels_path, [q["qid"] for q in queries], [d["id"] for d in documents])
     questions = [{**q, "relevant": {d: g for d, g in qrels[q["qid"]].items() if g > 0}}
                  for q in queries if q["qid"] in qrels]
-    questions = [q for q in questions if q["relevant"]]
-    if not questions:
+    if not any(q["relevant"] for q in questions):
         raise DataError(f"{qrels_path}: no question has a relevant document (grade > 0)")
-    return documents, questions, qrels
+    unjudged = [q["qid"] for q in queries if q["qid"] not in qrels]
+    if unjudged:
+        print(f"{queries_path}: {len(unjudged)} of {len(queries)} queries have no judgement in {qrels_path.name} "
+              f"and are not questions of this split: {', '.join(unjudged[:20])}"
+              + (f" and {len(unjudged) - 20} more" if len(unjudged) > 20 else ""))
+    return documents, questions, qrels, unjudged

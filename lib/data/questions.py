@@ -7,6 +7,7 @@ import csv
 import io
 import re
 import string
+import unicodedata
 from pathlib import Path
 from typing import Iterable
 
@@ -44,8 +45,14 @@ def qid_for(index: int) -> str:
     return f"q{index + 1:03d}"
 
 
+def nfc(text: str) -> str:
+    """Text in Unicode normal form NFC (UAX #15): how every id is compared (lib/data/documents.py)."""
+    return unicodedata.normalize("NFC", text)
+
+
 def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, require_review: bool = True) -> list[dict]:
-    """Read a questions CSV; every row and field is checked, errors name file, row and field.
+    """Read a questions CSV; every row and field is checked, errors name file, row and field. The
+    qid and the ids of source_id are read in Unicode NFC, as the documents' ids are.
 
     Required: qid, source_id, question. Optional: style, short, ok, review_note, generator.
     A user's own file without ``ok`` counts every row as reviewed-ok (their responsibility).
@@ -59,7 +66,7 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
         missing = [f for f in ("qid", "source_id", "question") if f not in header]
         if missing:
             raise DataError(f"{path}: header: missing column(s) {missing}; found {header}")
-        seen: set[str] = set()
+        seen: dict[str, tuple[int, str]] = {}
         for row_no, raw in enumerate(reader, start=2):  # row 1 is the header
             if None in raw:
                 raise DataError(f"{path}: row {row_no}: more fields than columns in the header")
@@ -67,9 +74,16 @@ def read_questions(path: Path, known_ids: Iterable[str] | None = None, *, requir
             for f in ("qid", "source_id", "question"):
                 if not row[f]:
                     raise DataError(f"{path}: row {row_no}: field {f!r} is empty")
+            written = row["qid"]
+            row["qid"], row["source_id"] = nfc(row["qid"]), nfc(row["source_id"])
             if row["qid"] in seen:
+                first_row, first = seen[row["qid"]]
+                if first != written:
+                    raise DataError(f"{path}: row {row_no}: field 'qid': qid {written!r} is the qid {first!r} of row "
+                                    f"{first_row} written with other Unicode code points (the same once normalised "
+                                    "to NFC); two qids may not differ by normalisation only")
                 raise DataError(f"{path}: row {row_no}: field 'qid': duplicate qid {row['qid']!r}")
-            seen.add(row["qid"])
+            seen[row["qid"]] = (row_no, written)
             try:
                 judged = judgements(row["source_id"])
             except (ValueError, TypeError, AttributeError):
@@ -130,7 +144,7 @@ def read_twopart_questions(path: Path, known_ids: Iterable[str] | None = None) -
             raise DataError(f"{path}: header: missing column(s) {missing}; found {reader.fieldnames}")
         for row_no, raw in enumerate(reader, start=2):
             row = {k: (v or "").strip() for k, v in raw.items()}
-            ids = [i for i in row["source_ids"].split(";") if i]
+            ids = [nfc(i) for i in row["source_ids"].split(";") if i]
             if len(ids) != 2 or ids[0] == ids[1]:
                 raise DataError(f"{path}: row {row_no}: field 'source_ids': expected two different ids joined by ';'")
             if known is not None and not set(ids) <= known:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import Profile, profile_file, shown_path
+from ..config import ROOT, Profile, profile_file, shown_path
 from ..errors import DataError
 from ..evaluation.relevance import encode
-from ..io import HeldLock, acquire, write_json, write_jsonl
+from ..io import HeldLock, acquire, write_bytes, write_json, write_jsonl
 from .papers import read_collection
 from .questions import write_questions
 
@@ -85,24 +85,27 @@ def _text_words(rows: list[dict]) -> dict:
     return {"median": statistics.median(n), "p90": float(np.quantile(n, 0.9)), "max": n[-1], "min": n[0]}
 
 
-def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dict]:
+def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dict, dict]:
     """The documents, the questions (``{qid, question, relevant: {doc id: grade}}``; None when the
-    questions are to be written by a model) and which files they came from."""
+    questions are to be written by a model), which files they came from, and what was read but is
+    not a question (a BEIR folder's queries its split does not judge: ``queries_unjudged``)."""
     from . import documents as docs
 
     path = profile.path("documents_path")
     fmt = profile.documents_format or ("beir" if path.is_dir() else None)
     files = {"documents": shown_path(path)}
-    questions = None
+    questions, read = None, {}
     if fmt == "beir":  # its questions and judgements come with it (each question's relevant documents)
-        rows, questions, _ = docs.read_beir(path, split=profile.beir_split, metadata=profile.document_metadata or None)
+        rows, questions, _, unjudged = docs.read_beir(path, split=profile.beir_split,
+                                                      metadata=profile.document_metadata or None)
         files["questions"] = shown_path(path / "queries.jsonl")
         files["judgements"] = shown_path(path / "qrels" / f"{profile.beir_split}.tsv")
+        read = {"queries_unjudged": len(unjudged), "queries_unjudged_ids": unjudged[:50]}
     else:
         rows = docs.read_documents(path, fmt=fmt, fields=profile.document_fields or None,
                                    metadata=profile.document_metadata or None)
     if profile.questions_source != "user":  # a model writes the questions
-        return rows, None, files
+        return rows, None, files, {}
     if fmt != "beir":
         if not profile.user_questions_path:
             raise DataError(f"{shown_path(profile_file(profile.name))}: questions_source 'user' needs user_questions_path")
@@ -115,24 +118,33 @@ def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dic
             qrels = docs.read_qrels(qpath, {q["qid"] for q in questions}, ids)
             files["judgements"] = shown_path(qpath)
             questions = docs.attach_qrels(questions, qrels, qpath, require_relevant=False)
-    return rows, questions, files
+    return rows, questions, files, read
 
 
 def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dict]:
     """Notebook 01 for a study of your own documents: read the user's files and write the
     collection, the questions and the manifest into the study's data folder (nothing else is
-    written); read back when the saved manifest has the same inputs key."""
+    written); read back when the saved manifest has the same inputs key. What is returned is what
+    was written, read back (as a rerun reads it), so a first run and its rerun show the same.
+
+    When the files changed since the last import and the collection or the questions they give
+    changed with them, every result computed from the old ones is moved aside, never deleted
+    (:func:`set_aside`), and the designs compute them again; this is printed."""
     key = import_key(profile)
     out, man = profile.data_dir / "collection.jsonl", profile.data_dir / "collection_manifest.json"
-    if not force and out.exists() and man.exists():
+    qfile = profile.data_dir / "questions.csv"
+    before: dict[Path, bytes] = {}
+    if out.exists() and man.exists():
         manifest = json.loads(man.read_text())
-        if manifest.get("inputs_key") == key:
+        if not force and manifest.get("inputs_key") == key:
             return read_collection(out), manifest
-    rows, questions, files = read_user_data(profile)
+        before = {p: p.read_bytes() for p in (out, qfile, man) if p.exists()}
+        old_key = manifest.get("inputs_key") or "unknown"
+    rows, questions, files, read = read_user_data(profile)
     manifest = {"kind": "documents", "inputs_key": key, "profile": profile.name, "files": files,
                 "collection_source": "documents", "n_papers": len(rows), "by_role": {"document": len(rows)},
                 "text_words": _text_words(rows), "with_title": sum(bool(r["title"]) for r in rows),
-                "metadata_fields": sorted({k for r in rows for k in r.get("metadata", {})})}
+                "metadata_fields": sorted({k for r in rows for k in r.get("metadata", {})}), **read}
     if questions is not None:
         kept = [q for q in questions if any(g > 0 for g in (q.get("relevant") or {}).values())]
         scored = {q["qid"] for q in kept}
@@ -144,14 +156,55 @@ def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dic
             raise DataError(f"{files.get('questions')}: no question has a relevant document "
                             f"(judgements: {files.get('judgements', 'the questions file')})")
         write_questions([{"qid": q["qid"], "source_id": encode(q["relevant"]), "style": "", "question": q["question"],
-                          "short": "", "ok": 1, "review_note": "", "generator": "user"} for q in kept],
-                        profile.data_dir / "questions.csv")
+                          "short": "", "ok": 1, "review_note": "", "generator": "user"} for q in kept], qfile)
     else:  # a model writes the questions (notebook 02): draw the documents it writes them from
         rows, drawn = _draw_sources(rows, profile)
         manifest.update(drawn)
     write_jsonl(out, rows)
+    if before and any(p.read_bytes() != b for p, b in before.items() if p != man):
+        manifest["superseded"] = set_aside(profile, old_key, key, before)
     write_json(man, manifest)
-    return rows, manifest
+    return read_collection(out), json.loads(man.read_text())
+
+
+def set_aside(profile: Profile, old_key: str, new_key: str, data: dict[Path, bytes]) -> dict:
+    """The study's files changed and give another collection or other questions: the old data files
+    (``data``: path -> their bytes before the import) and every run file computed from them (each
+    design's ``run<k>.jsonl`` and ``.trec``, the ``qrels.txt`` beside them, in every folder of the
+    study's results) are moved into ``superseded/<UTC time>-<old inputs key>/`` of the study's
+    folder, their paths kept, nothing deleted; what was moved is printed and returned."""
+    from datetime import datetime, timezone
+
+    home = profile.study_dir or profile.data_dir.parent
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    dest = home / "superseded" / f"{stamp}-{old_key[:12]}"
+    for path, blob in data.items():
+        write_bytes(dest / "data" / path.name, blob)
+    results = ROOT / profile.settings["results_dir"]
+    runs = sorted(p for p in results.rglob("*") if p.is_file() and _is_run_file(p.relative_to(results)))
+    for p in runs:
+        target = dest / "results" / p.relative_to(results)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        p.replace(target)
+    print(f"{shown_path(profile.path('documents_path'))}: the study's files changed since the last import (inputs "
+          f"{old_key[:12]} -> {new_key[:12]}), and with them its documents or questions: the old data and "
+          f"{len(runs)} saved run file(s) computed from them were moved to {shown_path(dest)} (kept, not deleted); "
+          "every design is computed again (embeddings of unchanged documents are reused from the cache)")
+    return {"from_inputs_key": old_key, "moved_to": shown_path(dest), "run_files": len(runs)}
+
+
+# folders of a study's results that hold no run computed from its documents (its report, charts, model
+# calls and caches, and results already set aside)
+_NOT_RUNS = ("report", "figures", "llm_records", "cache", "superseded")
+
+
+def _is_run_file(rel: Path) -> bool:
+    """Whether a path (relative to the study's results) is a saved run: a run file, its TREC copy, the qrels."""
+    if any(part in _NOT_RUNS for part in rel.parts[:-1]):
+        return False
+    name = rel.name
+    return name == "qrels.txt" or (name.startswith("run") and name.endswith((".jsonl", ".trec"))
+                                   and name[3:].split(".")[0].isdigit())
 
 
 def _spread(values: list[int]) -> dict:
