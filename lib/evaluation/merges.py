@@ -1,0 +1,155 @@
+"""Other merges of the agent's lists, from the saved queries (docs/merge.md; no model call).
+
+An arm is a merge rule of ``lib.search.fusion`` with its setting (``ARMS``: RRF, the question's list
+first, best score, weighted RRF with the question's list weighted 2, 4 or 8). Each saved result's
+queries (the question first, then the model's) are searched again with the condition's dense search,
+50 deep, keeping each paper's similarity (best score needs it), and merged by every arm; each merged
+list is scored as the design's would be. :func:`merge_scores` is pure (the search is given);
+:func:`merge_table` compares each arm with dense on the same questions; :func:`condition_merges`
+reads one condition's saved runs.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..designs import BASELINE, Result
+from ..search.fusion import merge
+from .metrics import paired_bootstrap, paired_permutation, scores_of
+
+DEPTH = 50
+RRF_K = 60
+# (arm, rule, weight of the question's list): the order is the rule's tie order (docs/merge.md)
+ARMS = (("rrf", "rrf", 1.0), ("question_first", "question_first", 1.0), ("best_score", "best_score", 1.0),
+        ("weighted_rrf_w2", "weighted_rrf", 2.0), ("weighted_rrf_w4", "weighted_rrf", 4.0),
+        ("weighted_rrf_w8", "weighted_rrf", 8.0))
+ARM_NAMES = tuple(a for a, _, _ in ARMS)
+MERGE_DESIGNS = ("agent", "multiquery")
+METRICS = ("recall_at_5", "mrr_at_10")
+
+ScoredSearch = Callable[[str], Sequence[tuple[str, float]]]
+
+
+def scored_search(searcher, texts: Sequence[str], k: int = DEPTH, chunk: int = 512) -> ScoredSearch:
+    """The dense search as a function of the text returning (id, similarity) best first, every given
+    text embedded in batches first (as ``loss.batched_search``, keeping the scores)."""
+    lists: dict[str, list[tuple[str, float]]] = {}
+    todo = list(dict.fromkeys(texts))
+    for i in range(0, len(todo), chunk):
+        part = todo[i:i + chunk]
+        for t, v in zip(part, searcher.query_vectors(part)):
+            lists[t] = [(h.id, float(h.score)) for h in searcher.index.search_vector(v, k)]
+        searcher.forget_queries()
+
+    def search(text: str) -> list[tuple[str, float]]:
+        if text not in lists:
+            lists[text] = [(h.id, float(h.score)) for h in searcher.search(text, k)]
+        return lists[text]
+
+    return search
+
+
+def merged(queries: Sequence[str], search: ScoredSearch, arm: str, depth: int = DEPTH, k: int = RRF_K) -> list[str]:
+    """The lists of ``queries`` (the question first) merged by one arm of ``ARMS``."""
+    rule, weight = _arm(arm)
+    return merge(rule, [list(search(q)) for q in queries], depth, k, weight)
+
+
+def _arm(arm: str) -> tuple[str, float]:
+    for name, rule, weight in ARMS:
+        if name == arm:
+            return rule, weight
+    raise ValueError(f"unknown merge arm {arm!r}; the arms are {', '.join(ARM_NAMES)}")
+
+
+def merge_scores(results: Sequence[Result], sources: Mapping[str, str], search: ScoredSearch,
+                 arms: Sequence[str] = ARM_NAMES, depth: int = DEPTH, k: int = RRF_K) -> pd.DataFrame:
+    """One row per (design, run, question, arm): recall@5, MRR@10 and rank of the merged list, the
+    number of lists merged, and whether the merge reproduces the saved list (``as_saved``; the
+    design's own rule, RRF, should)."""
+    rows = []
+    for r in results:
+        if r.qid not in sources:
+            continue
+        for a in arms:
+            ids = merged(r.queries, search, a, depth, k)
+            rows.append({"design": r.design, "run": r.run, "qid": r.qid, "arm": a, "lists": len(r.queries),
+                         **scores_of(ids, sources[r.qid]), "as_saved": ids == list(r.ranked_ids[:depth])})
+    return pd.DataFrame(rows)
+
+
+def merge_table(rows: pd.DataFrame, dense: Mapping[str, Mapping[str, float]], chosen: str | None = None,
+                n_resamples: int = 2000, seed: int = 7, n_permutations: int = 10_000) -> pd.DataFrame:
+    """Per design, arm and run (and ``mean``: each question's mean over runs, as the scores pair them):
+    recall@5 and MRR@10, each minus dense on the same questions with the paired bootstrap range and
+    the paired randomization test's p-value (uncorrected), whether the arm is the dev choice.
+    ``dense``: qid -> {metric: dense's score}."""
+    out = []
+    for (design, arm), g in rows.groupby(["design", "arm"], sort=False):
+        runs = [(str(run), gr.groupby("qid")[list(METRICS)].mean()) for run, gr in g.groupby("run")]
+        runs.append(("mean", g.groupby("qid")[list(METRICS)].mean()))
+        for run, per_q in runs:
+            qids = [q for q in per_q.index if q in dense]
+            row = {"design": design, "merge_rule": arm, "run": run, "questions": len(qids),
+                   "chosen_on_dev": arm == chosen}
+            for m in METRICS:
+                a = per_q.loc[qids, m].to_numpy(dtype=float)
+                b = np.array([dense[q][m] for q in qids], dtype=float)
+                delta, lo, hi = paired_bootstrap(a, b, n_resamples, seed)
+                row.update({m: float(a.mean()), f"{m}_dense": float(b.mean()), f"{m}_delta": delta, f"{m}_low": lo,
+                            f"{m}_high": hi, f"{m}_p_value": paired_permutation(a, b, n_permutations, seed)})
+            row["as_saved"] = float(g[g.run.astype(str) == run].as_saved.mean()) if run != "mean" else float(
+                g.as_saved.mean())
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def condition_merges(profile, condition: str, designs: Sequence[str] = MERGE_DESIGNS, arms=ARM_NAMES,
+                     chosen: str | None = None) -> pd.DataFrame:
+    """Every arm over the complete saved runs of ``designs`` in one condition (``profile``: its
+    profile), each record checked as the scorer checks it, the queries searched again with the
+    condition's dense search; compared with the condition's saved dense run. Empty when nothing is
+    saved; the ``provenance`` column names the runs and the search."""
+    from .. import pipeline
+    from ..config import shown_path
+    from ..runs import read_checked, run_files
+    from .loss import complete_runs
+
+    rdir = pipeline.results_dir(profile)
+    files = {d: run_files(rdir, d) for d in designs}
+    if not any(files.values()) or not run_files(rdir, BASELINE):
+        return pd.DataFrame()
+    parts = pipeline.ProfileParts(profile, progress=False)
+    qs = pipeline.scored_questions(profile, parts.papers)
+    sources = {q.qid: q.source_id for q in qs}
+    check = pipeline.record_check(profile, parts)
+    dense_res = [r for r in read_checked(run_files(rdir, BASELINE)[0], BASELINE, check) if r.qid in sources]
+    dense = {r.qid: scores_of(r.ranked_ids, sources[r.qid]) for r in dense_res}
+    results, used = [], {}
+    for d in designs:
+        runs = {int(p.stem[3:]): read_checked(p, d, check) for p in files[d]}
+        complete, _ = complete_runs(runs, set(sources))
+        results += complete
+        used[d] = sorted({r.run for r in complete})
+    if not results:
+        return pd.DataFrame()
+    search = scored_search(parts.searcher, list(dict.fromkeys(t for r in results for t in r.queries)), DEPTH)
+    rows = merge_scores(results, sources, search, arms, DEPTH, profile.rrf_k)
+    table = merge_table(rows, dense, chosen, profile.bootstrap_resamples, profile.bootstrap_seed)
+    where = shown_path(rdir)
+    table["provenance"] = [f"{where}/{d}/run{{{','.join(map(str, used[d]))}}}.jsonl: saved queries searched again "
+                           f"with {profile.embedder} dense, depth {DEPTH}, rrf_k {profile.rrf_k}; "
+                           f"dense: {where}/{BASELINE}/run1.jsonl" for d in table.design]
+    return table.assign(condition=condition)[["condition", *table.columns]]
+
+
+def conditions_merges(profile, chosen: str | None = None, designs: Sequence[str] = MERGE_DESIGNS) -> pd.DataFrame:
+    """:func:`condition_merges` in every condition of the grid (``lib.pipeline.condition_profiles``)."""
+    from .. import pipeline
+
+    frames = [condition_merges(cp, cname, designs, chosen=chosen)
+              for cname, cp in pipeline.condition_profiles(profile).items()]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
