@@ -29,9 +29,12 @@ matters only through the fusion.
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -529,12 +532,68 @@ def batched_search(searcher, texts: Sequence[str], k: int = DEPTH, chunk: int = 
     return search
 
 
-def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_DESIGNS,
-                   article: dict | None = None) -> list[DesignLoss]:
-    """Each design's loss in one condition (``profile``: that condition's profile), from its complete
-    saved runs, every record checked as the scorer checks it; a run stopped part-way or whose records
-    fail the check is named as not scored. Reads only; the searches run with the condition's dense
-    searcher, no model is called."""
+# what the search lists depend on besides the texts (bump CACHE_VERSION when the search code changes)
+CACHE_VERSION = 1
+SEARCH_SETTINGS = ("embedder", "embedder_backend", "collection_scope", "collection_source", "chunk_documents",
+                   "chunk_tokens", "chunk_overlap", "filter_categories", "filter_first_seen", "dense_backend")
+
+
+def search_cache_key(profile, collection_digest: str, texts: Sequence[str], depth: int = DEPTH) -> str:
+    """The key of a set of search lists: the texts, the search settings, the collection and the code version."""
+    blob = {"v": CACHE_VERSION, "depth": depth, "collection": collection_digest, "texts": sorted(set(texts)),
+            "settings": {k: getattr(profile, k, None) for k in SEARCH_SETTINGS}}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def cache_dir() -> Path:
+    """Where the re-searched lists and the attribution are kept between renders (ignored by git)."""
+    from ..config import ROOT
+
+    return ROOT / "build" / "why_cache"
+
+
+def cached_search(profile, parts, texts: Sequence[str], folder: Path | None = None, depth: int = DEPTH) -> Search:
+    """:func:`batched_search`, its lists kept on disk (``folder``, default :func:`cache_dir`) under the key of
+    the texts, the search settings and the collection (:func:`search_cache_key`), so a re-render embeds
+    nothing; the searcher is built only when the lists are not cached."""
+    folder = Path(folder) if folder is not None else cache_dir()
+    path = folder / f"lists-{search_cache_key(profile, parts.collection_digest, texts, depth)}.json.gz"
+    if path.exists():
+        lists = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    else:
+        search = batched_search(parts.searcher, texts, depth)
+        lists = {t: list(search(t)) for t in dict.fromkeys(texts)}
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(gzip.compress(json.dumps(lists).encode("utf-8")))
+        tmp.replace(path)
+
+    def search(text: str) -> list[str]:
+        if text not in lists:
+            lists[text] = [h.id for h in parts.searcher.search(text, depth)]
+        return lists[text]
+
+    return search
+
+
+@dataclass
+class ConditionRecords:
+    """One condition's saved records as the measurements read them: the scored questions, per design its
+    complete runs' results and the lines naming runs not scored, the search (cached lists; None when no
+    design has a complete run) and the saved dense run's lists (None when not read)."""
+
+    questions: list[Question]
+    runs: dict[str, tuple[list[Result], list[str]]]
+    search: Search | None = None
+    dense: dict[str, list[str]] | None = None
+    shown: dict[str, int] = field(default_factory=dict)
+    profile: object = None
+
+
+def condition_records(profile, designs: Sequence[str] = LOSS_DESIGNS, folder: Path | None = None) -> ConditionRecords:
+    """A condition's saved records (``profile``: that condition's profile), every record checked as the scorer
+    checks it; a run stopped part-way or whose records fail the check is named as not scored. Reads only;
+    every text is searched with the condition's dense searcher (lists cached on disk: :func:`cached_search`)."""
     from .. import pipeline
     from ..errors import DataError
     from ..runs import read_checked, run_files
@@ -542,12 +601,11 @@ def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_D
     rdir = pipeline.results_dir(profile)
     files = {d: run_files(rdir, d) for d in designs}
     if not any(files.values()):
-        return [DesignLoss(condition, d, status="no saved run") for d in designs]
+        return ConditionRecords([], {d: ([], []) for d in designs}, profile=profile)
     parts = pipeline.ProfileParts(profile, progress=False)
     qs = pipeline.scored_questions(profile, parts.papers)
     qids = {q.qid for q in qs}
     check = pipeline.record_check(profile, parts)
-    article = article if article is not None else article_search_use()
     chosen: dict[str, tuple[list[Result], list[str]]] = {}
     for d in designs:
         runs: dict[int, list[Result] | str] = {}
@@ -558,43 +616,72 @@ def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_D
                 runs[int(path.stem[3:])] = f"its records fail the check ({exc})"
         chosen[d] = complete_runs(runs, qids)
     texts = search_texts([r for res, _ in chosen.values() for r in res], qs)
-    search = batched_search(parts.searcher, texts) if any(res for res, _ in chosen.values()) else None
-    dense_same = None
-    if search is not None and run_files(rdir, "dense"):
+    search = cached_search(profile, parts, texts, folder) if any(res for res, _ in chosen.values()) else None
+    dense = None
+    if run_files(rdir, "dense"):
         try:
-            dense = {r.qid: r.ranked_ids for r in read_checked(run_files(rdir, "dense")[0], "dense", check)}
-            dense_same = float(np.mean([dense.get(q.qid) == list(search(q.text))[:len(dense.get(q.qid) or [])]
-                                        for q in qs]))
+            dense = {r.qid: list(r.ranked_ids) for r in read_checked(run_files(rdir, "dense")[0], "dense", check)}
         except DataError:
-            dense_same = None
+            dense = None
+    shown = {d: profile.loop_search_k if d in LOOP_DESIGNS else SHOWN for d in designs}
+    return ConditionRecords(qs, chosen, search, dense, shown, profile)
+
+
+def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_DESIGNS,
+                   article: dict | None = None, records: ConditionRecords | None = None) -> list[DesignLoss]:
+    """Each design's loss in one condition (``profile``: that condition's profile), from its complete
+    saved runs (:func:`condition_records`, or the ``records`` already read). No model is called."""
+    rec = records if records is not None else condition_records(profile, designs)
+    if not any(res for res, _ in rec.runs.values()) and not any(ns for _, ns in rec.runs.values()):
+        return [DesignLoss(condition, d, status="no saved run") for d in designs]
+    article = article if article is not None else article_search_use()
+    qs, search = rec.questions, rec.search
+    dense_same = None
+    if search is not None and rec.dense is not None:
+        dense_same = float(np.mean([rec.dense.get(q.qid) == list(search(q.text))[:len(rec.dense.get(q.qid) or [])]
+                                    for q in qs]))
     out = []
     for d in designs:
-        complete, not_scored = chosen[d]
+        complete, not_scored = rec.runs[d]
         if not complete:
             out.append(DesignLoss(condition, d, status="no complete run" if not_scored else "no saved run",
                                   not_scored=not_scored))
             continue
-        shown = profile.loop_search_k if d in LOOP_DESIGNS else SHOWN
-        res = analyse(condition, d, complete, qs, search, profile.rrf_k, profile.agent_max_searches, shown,
+        res = analyse(condition, d, complete, qs, search, profile.rrf_k, profile.agent_max_searches, rec.shown[d],
                       profile.bootstrap_resamples, profile.bootstrap_seed, article)
         res.not_scored, res.dense_reproduced = not_scored, dense_same
         out.append(res)
     return out
 
 
-def conditions_loss(profile, designs: Sequence[str] = LOSS_DESIGNS) -> list[DesignLoss]:
-    """:func:`condition_loss` in every condition of the grid (``lib.pipeline.condition_profiles``); a
-    condition whose saved records cannot be read is named with why."""
+def conditions_records(profile, designs: Sequence[str] = LOSS_DESIGNS) -> dict[str, "ConditionRecords | str"]:
+    """:func:`condition_records` in every condition of the grid (``lib.pipeline.condition_profiles``), each
+    with its profile (``records[c].profile``); a condition whose saved records cannot be read: why, in words."""
     from .. import pipeline
     from ..errors import DataError
 
-    out: list[DesignLoss] = []
-    article = article_search_use()
+    out: dict[str, ConditionRecords | str] = {}
     for cname, cp in pipeline.condition_profiles(profile).items():
         try:
-            out += condition_loss(cp, cname, designs, article)
+            out[cname] = condition_records(cp, designs)
+            out[cname].profile = cp
         except DataError as exc:
-            out += [DesignLoss(cname, d, status=f"not read: {exc}") for d in designs]
+            out[cname] = f"not read: {exc}"
+    return out
+
+
+def conditions_loss(profile, designs: Sequence[str] = LOSS_DESIGNS,
+                    records: dict[str, "ConditionRecords | str"] | None = None) -> list[DesignLoss]:
+    """:func:`condition_loss` in every condition of the grid (``records``: :func:`conditions_records`, read
+    here when not given); a condition whose saved records cannot be read is named with why."""
+    records = records if records is not None else conditions_records(profile, designs)
+    out: list[DesignLoss] = []
+    article = article_search_use()
+    for cname, rec in records.items():
+        if isinstance(rec, str):
+            out += [DesignLoss(cname, d, status=rec) for d in designs]
+        else:
+            out += condition_loss(rec.profile, cname, designs, article, rec)
     never = {d for d in OPTIONAL_DESIGNS if all(x.status == "no saved run" for x in out if x.design == d)}
     return [x for x in out if x.design not in never]
 
