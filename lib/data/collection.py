@@ -17,7 +17,9 @@ import numpy as np
 from ..config import ROOT, Profile
 from ..errors import DataError
 from ..io import write_json, write_jsonl
+from .draw import draw_sources, tfidf_neighbours
 from .papers import Paper, read_collection, read_papers
+from .study import import_study
 
 
 def is_new_submission(paper: Paper) -> bool:
@@ -40,51 +42,6 @@ def eligible_sources(pool: Iterable[Paper], start: str, end: str, categories: It
     out = [p for p in pool
            if start <= p.first_seen <= end and cats & set(p.categories) and is_new_submission(p)]
     return sorted(out, key=lambda p: p.id)
-
-
-def draw_sources(eligible: list[Paper], n: int, seed: int, given: Iterable[str] = ()) -> list[Paper]:
-    """Given ids first, then a seeded permutation of the eligible papers, cut to ``n``.
-
-    A permutation (not a fresh sample per size) makes smaller draws prefixes of larger ones:
-    the pilot's 20 sources are the first 20 of the default 300.
-    """
-    by_id = {p.id: p for p in eligible}
-    given = list(dict.fromkeys(given))
-    chosen = [by_id[g] for g in given if g in by_id]
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(eligible))
-    taken = {p.id for p in chosen}
-    for i in order:
-        if len(chosen) >= max(n, len(given)):
-            break
-        if eligible[i].id not in taken:
-            chosen.append(eligible[i])
-            taken.add(eligible[i].id)
-    return chosen
-
-
-def tfidf_neighbours(pool: list[Paper], query_ids: list[str], k: int) -> dict[str, list[tuple[str, float]]]:
-    """For each query paper, its ``k`` most similar other papers of the pool by TF-IDF cosine.
-
-    Ties are broken by id so the result is deterministic.
-    """
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    vec = TfidfVectorizer(stop_words="english", sublinear_tf=True, min_df=2, dtype=np.float32)
-    matrix = vec.fit_transform([p.text for p in pool])  # rows are L2-normalised
-    index = {p.id: i for i, p in enumerate(pool)}
-    ids = np.array([p.id for p in pool])
-    out: dict[str, list[tuple[str, float]]] = {}
-    for qid in query_ids:
-        i = index[qid]
-        sims = (matrix @ matrix[i].T).toarray().ravel()
-        sims[i] = -1.0
-        m = min(k + 10, len(sims) - 1)
-        top = np.argpartition(-sims, m)[: m + 1] if m < len(sims) - 1 else np.arange(len(sims))
-        top = top[top != i]
-        ranked = sorted(top, key=lambda j: (-round(float(sims[j]), 6), ids[j]))[:k]
-        out[qid] = [(str(ids[j]), float(sims[j])) for j in ranked]
-    return out
 
 
 def build_collection(pool: list[Paper], *, n_sources: int, n_papers: int, n_lookalikes: int, seed: int,
@@ -201,8 +158,6 @@ def make_collection(profile: Profile, force: bool = False) -> tuple[list[dict], 
     change, the key covers the settings and the cached responses make a redraw cheap anyway).
     """
     if profile.collection_source == "documents":  # a study of your own documents: imported, not drawn
-        from .study import import_study
-
         return import_study(profile, force)
     key = collection_inputs_key(profile)
     out = profile.data_dir / "collection.jsonl"

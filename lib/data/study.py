@@ -18,7 +18,8 @@ from ..config import ROOT, Profile, profile_file, shown_path
 from ..errors import DataError
 from ..evaluation.relevance import encode
 from ..io import HeldLock, acquire, write_bytes, write_json, write_jsonl
-from .papers import read_collection
+from .draw import draw_sources, tfidf_neighbours
+from .papers import Paper, read_collection
 from .questions import write_questions
 
 # the settings that decide what the import reads (a change re-imports)
@@ -213,11 +214,8 @@ def _spread(values: list[int]) -> dict:
 
 def _draw_sources(rows: list[dict], profile: Profile) -> tuple[list[dict], dict]:
     """For model-written questions: ``n_sources`` documents drawn with the seed (role source), each
-    with its ``n_lookalikes`` nearest documents by TF-IDF cosine (``lib/data/collection.py``), which
+    with its ``n_lookalikes`` nearest documents by TF-IDF cosine (``lib/data/draw.py``), which
     the question reviewer reads as the question's competitors."""
-    from .collection import draw_sources, tfidf_neighbours
-    from .papers import Paper
-
     papers = [Paper.from_row(r) for r in rows]
     order = [p.id for p in draw_sources(papers, profile.n_sources, profile.seed)]
     chosen = set(order)
