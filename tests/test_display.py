@@ -128,20 +128,52 @@ def _sentences(text: str) -> int:
 
 def test_the_answer_is_generated_from_the_numbers_in_three_to_five_sentences():
     text = headline_answer(_table(), "offline")
-    assert text.startswith("**No**: on the 297 full questions the agent (3 runs) is measurably worse than plain dense")
-    assert "recall@5 −0.040 [−0.060, −0.020] and MRR@10 −0.090 [−0.110, −0.070]" in text
-    assert "the article measured +0.012 [−0.008, +0.035] and +0.011 [−0.006, +0.029]" in text
-    assert "Elsewhere it is measurably worse than dense on short questions (MRR@10 −0.050)" in text
+    scope, rest = text.split(" **No**: ", 1)
+    # the first sentence says what the answer holds for: which model, which collection, how close dense is
+    assert scope.startswith("Scope: the language model here is a local 1.5B model (qwen2.5-coder-1.5b-instruct")
+    assert "replayed from its recorded calls), not the article's Claude Haiku" in scope
+    assert "the 297 full questions are searched over 2,000 arXiv abstracts (drawn from a snapshot of" in scope
+    assert "dense search already finds the source in its top 5 for 293 of the 297" in scope
+    assert rest.startswith("on the 297 full questions the agent (3 runs) is measurably worse than plain dense")
+    assert "recall@5 −0.040 [−0.060, −0.020], MRR@10 −0.090 [−0.110, −0.070] (95% ranges)" in text
+    assert "the article measured +0.012 and +0.011, ranges that include 0" in text
+    assert "It is measurably worse than dense on short questions too (MRR@10 −0.050)" in text
     assert "**rerank (dense+BM25)** in 2 of 2 conditions" in text
-    assert "293 of the 297 full questions" in text
+    assert "-0" not in text  # one minus sign
     assert 3 <= _sentences(text) <= 5, text
+
+
+def test_measurably_follows_the_holm_corrected_test_where_the_saved_differences_carry_it():
+    from lib.report.index_numbers import delta_columns, verdict
+
+    # the range excludes 0, but the corrected test does not call the difference measurable: same
+    row = {"mrr_at_10_delta": 0.02, "mrr_at_10_low": 0.001, "mrr_at_10_high": 0.04, "mrr_at_10_p_holm": 0.09}
+    assert verdict(row, "mrr_at_10") == "same"
+    assert verdict({**row, "mrr_at_10_p_holm": None}, "mrr_at_10") == "better"  # no test saved: the range
+    assert verdict({**row, "mrr_at_10_delta": -0.02, "mrr_at_10_p_holm": 0.01}, "mrr_at_10") == "worse"
+    # the range holds 0, the corrected test says measurable
+    assert verdict({"recall_at_5_delta": 0.01, "recall_at_5_low": -0.001, "recall_at_5_high": 0.02,
+                    "recall_at_5_p_holm": 0.03}, "recall_at_5") == "better"
+    assert verdict({"recall_at_5_delta": 0.01, "recall_at_5_low": -0.001, "recall_at_5_high": 0.02},
+                   "recall_at_5") == "same"
+    saved = pd.DataFrame([{"design": "agent", "metric": "mrr_at_10", "delta": -0.05, "low": -0.07, "high": -0.03,
+                           "p_value": 0.001, "p_holm": 0.004, "measurable": True}])
+    assert delta_columns(saved, "mrr_at_10") == {"mrr_at_10_delta": -0.05, "mrr_at_10_low": -0.07,
+                                                 "mrr_at_10_high": -0.03, "mrr_at_10_p": 0.001, "mrr_at_10_p_holm": 0.004}
+    assert "mrr_at_10_p_holm" not in delta_columns(saved.drop(columns=["p_value", "p_holm"]), "mrr_at_10")
+    table = _table()
+    table.loc[table.design == "agent", ["mrr_at_10_p_holm", "recall_at_5_p_holm"]] = 0.2
+    text = headline_answer(table, "offline")
+    assert "**Not measurably**: on the 297 full questions the agent (3 runs) is not measurably different" in text
+    assert "Holm-corrected p < 0.05" in text
 
 
 def test_the_answer_says_when_the_agent_has_no_complete_run():
     text = headline_answer(_table(agent_full=False), "offline")
-    assert text.startswith("**Not answered yet for the full questions**: the agent has no complete run yet "
-                           "(run 1 stopped part-way: saved, not scored)")
-    assert "Elsewhere it is measurably worse than dense on short questions" in text
+    assert text.startswith("Scope: ")
+    assert (" **Not answered yet for the full questions**: the agent has no complete run yet "
+            "(run 1 stopped part-way: saved, not scored)") in text
+    assert "It is measurably worse than dense on short questions (MRR@10 −0.050)" in text
     assert headline_answer(pd.DataFrame(), "offline").startswith("Not answered yet")
     assert 3 <= _sentences(text) <= 5, text
 

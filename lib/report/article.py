@@ -20,10 +20,12 @@ def article_cell(design: str, metric: str) -> str:
     r = article_figures()["results"].get(design)
     if not r or metric not in r:
         return "—"
-    cell = ("≈" if r.get(f"{metric}_derived") else "") + f"{r[metric]:.3f}"
+    from .display import fixed, with_range  # one minus sign for the article's numbers and ours
+
+    cell = ("≈" if r.get(f"{metric}_derived") else "") + fixed(r[metric])
     delta = r.get(f"delta_{metric}")
     if delta:
-        cell += f" ({delta[0]:+.3f} [{delta[1]:+.3f}, {delta[2]:+.3f}])"
+        cell += f" ({with_range(*delta)})"
     return cell
 
 

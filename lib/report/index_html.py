@@ -14,7 +14,7 @@ import pandas as pd
 from .article import article_cell, shows_article
 from .display import DASH, calls_a_model, design_namer, fixed, missing, number, seconds, with_range
 from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, METRICS, _profile, _registry_order, _scored,
-                            notebook_titles, scale_rows)
+                            notebook_titles, scale_rows, verdict)
 from .index_words import (ARTICLE_DESIGNS, DESIGN_WORDS, _not_scored_note, rerank_short, rerank_step_words, why_words,
                           worth_its_cost)
 
@@ -182,20 +182,21 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
         if g.empty:
             continue
         n = int(g.questions.max())
-        wins = [f"{name(r.design)} ({r.recall_at_5_delta:+.3f} recall@5, {r.mrr_at_10_delta:+.3f} MRR@10)"
-                for r in g.itertuples()
-                if pd.notna(r.mrr_at_10_delta) and ((r.recall_at_5_low or 0) > 0 or (r.mrr_at_10_low or 0) > 0)]
+        wins = [f"{name(r.design)} ({fixed(r.recall_at_5_delta, sign=True)} recall@5, "
+                f"{fixed(r.mrr_at_10_delta, sign=True)} MRR@10)"
+                for _, r in g.iterrows() if "better" in (verdict(r, "recall_at_5"), verdict(r, "mrr_at_10"))]
         misses = int(g.dense_misses_at_5.iloc[0])
         text = f"<b>{html.escape(c)}</b> ({n} questions; dense misses {misses} at 5): "
         text += ("measurably better than dense: " + "; ".join(wins) if wins else "no design is measurably better than dense")
-        text += worth_its_cost(g, name)
-        text += html.escape(why_words(accounts, c, "agent", name))
+        # the notes on designs not scored here stand on their own, before any design's explanation
         missing = [name(r.design) for r in table[(table.condition == c) & (table.questions.fillna(0) == 0)].itertuples()]
         if missing:
-            text += f" (not yet scored here: {', '.join(missing)}, runs stopped part-way)"
+            text += f". Not yet scored here: {html.escape(', '.join(missing))} (runs stopped part-way)"
         absent = [name(d) for d in dict.fromkeys(table.design) if d not in set(table.design[table.condition == c])]
         if absent:
-            text += f" (not run in this condition yet: {', '.join(absent)})"
+            text += f". Not run in this condition yet: {html.escape(', '.join(absent))}"
+        text += html.escape(worth_its_cost(g, name))
+        text += html.escape(why_words(accounts, c, "agent", name))
         out.append(f"<li>{text}.</li>")
     return "<ul>" + "".join(out) + "</ul>"
 

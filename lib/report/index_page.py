@@ -25,7 +25,7 @@ from .index_html import (STYLE, _md_bold, _table_html, agent_html, conditions_li
 from .index_numbers import (DEFAULT_CONDITION, LOSS_ACCOUNT, METRICS, _profile, _scored, conditions_from,  # noqa: F401
                             conditions_from_summary, loss_account, notebook_titles, overall, runs_table, scale_rows,
                             verdict)
-from .index_words import (QUESTION, headline_answer, headline_table, parts_note, readme_answer,  # noqa: F401
+from .index_words import (QUESTION, compact_table, headline_answer, headline_table, parts_note, readme_answer,  # noqa: F401
                           readme_results, rerank_short, why_words)
 
 # --------------------------------------------------------------------------- the README's first screen
@@ -93,12 +93,18 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
                   f"agent runs on the {DEFAULT_CONDITION} (wins and losses at recall@5 against dense, per run):</p>"
                   + agent_html(scored, n_default))
     name = design_namer(cfg)
+    headline_block = ""
+    if not table.empty and DEFAULT_CONDITION in set(table.condition):
+        headline_block = (f"<p>The {DEFAULT_CONDITION}, the article's condition (the other conditions are under \"The "
+                          "scores\" below):</p>" + _table_html(compact_table(table, cfg)))
+    others = table[table.condition != DEFAULT_CONDITION] if headline_block else table
     page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(QUESTION)}</title><style>{STYLE}</style></head><body>
 <h1>{html.escape(QUESTION)}</h1>
 <p class="answer">{_md_bold(answer)}</p>
 <figure>{head_img}{caption}</figure>
+{headline_block}
 <p>{html.escape(note)} Profile <b>{html.escape(cfg.name)}</b>; every number on this page is computed from the saved runs
 when the report is built.</p>
 <h2>What was compared</h2>
@@ -110,7 +116,7 @@ when the report is built.</p>
 <p>[95% range]: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus dense's; a
 range that excludes 0 is a difference the question sample alone would not produce.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
-{scores_html(table, cfg) if not table.empty else "<p>No scored runs yet.</p>"}
+{scores_html(others, cfg) if not others.empty else ("" if headline_block else "<p>No scored runs yet.</p>")}
 <h3>Per condition, in words</h3>{condition_answer(table, name, loss_account(results_dir)) if not table.empty else ""}
 {power_html(Path(results_dir))}
 {extra}

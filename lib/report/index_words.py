@@ -3,6 +3,8 @@
 README's results table. Plain text with **bold** marks; ``index_html`` makes the HTML."""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -46,12 +48,67 @@ def _not_scored_note(table: pd.DataFrame, condition: str, design: str) -> str:
     return "no complete run yet" + (f" ({note}: saved, not scored)" if note else "")
 
 
+def model_words(profile) -> str:
+    """The language model the numbers come from, in words, from the profile: its size where its name
+    gives one, whether it ran locally or through an API, and whether its recorded calls were replayed."""
+    cfg = _profile(profile)
+    model = str(cfg.llm_model)
+    size = re.search(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])", model.lower())
+    backend = cfg.llm_backend
+    source = cfg.settings.get("llm_record_backend") if backend == "replay" else backend
+    kind = {"local": "a local", "openai": "an OpenAI-compatible", "anthropic": "an Anthropic"}.get(source, "a")
+    what = f"{kind} {size.group(1)}B model ({model}" if size else f"{kind} model ({model}"
+    return what + (", replayed from its recorded calls)" if backend == "replay" else ")")
+
+
+def collection_words(profile) -> str:
+    """The collection searched, in words, from its manifest: how many documents, and for an arXiv
+    draw, from how large a snapshot."""
+    cfg = _profile(profile)
+    path = Path(cfg.data_dir) / "collection_manifest.json"
+    m = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    n = m.get("n_papers")
+    if not n:
+        return "the profile's collection"
+    if not shows_article(cfg):
+        return f"your {n:,} documents"
+    pool = f" (drawn from a snapshot of {m['pool_size']:,} papers)" if m.get("pool_size") else ""
+    return f"{n:,} arXiv abstracts{pool}"
+
+
+def scope_sentence(table: pd.DataFrame, profile="offline", default: str = DEFAULT_CONDITION) -> str:
+    """The answer's first sentence: what it holds for, generated from the profile and the saved runs:
+    which language model (beside the article's Claude Haiku where the article's study is shown),
+    which collection and questions, and how close plain dense search already is to the ceiling."""
+    cfg = _profile(profile)
+    article = shows_article(cfg)
+    model = model_words(cfg)
+    if article and cfg.llm_backend != "anthropic":
+        model += ", not the article's Claude Haiku"
+    elif article:
+        model += ", the article's model family"
+    scored = _scored(table)
+    here = scored[scored.condition == default] if not scored.empty else scored
+    questions, ceiling = "the questions", ""
+    if not here.empty:
+        n = int(here.questions.max())
+        questions = f"the {n} {default}"
+        misses = here.dense_misses_at_5.dropna()
+        if len(misses):
+            miss = int(misses.iloc[0])
+            ceiling = (f", and plain dense search already finds the source in its top 5 for {n - miss} of the {n}, so no "
+                       f"design can raise recall@5 there by more than {fixed(miss / n)}")
+    return (f"Scope: the language model here is {model}; {questions} are searched over {collection_words(cfg)}"
+            f"{ceiling}.")
+
+
 def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAULT_CONDITION,
                     design: str = "agent") -> str:
-    """The answer in three to five sentences, generated from the condition table: the agent against
-    dense in the default condition beside the article's published difference; how that holds in the
-    other conditions; which step does beat dense; the headroom; and whose parts produced it.
-    Text with **bold** marks (``_md_bold`` turns it into HTML)."""
+    """The answer, generated from the condition table: its scope first (:func:`scope_sentence`), then
+    the agent against dense in the default condition beside the article's published difference, how
+    that holds in the other conditions, and which step does beat dense. "Measurably" follows the
+    Holm-corrected randomization test where the saved differences carry it, else the 95% range
+    (:func:`index_numbers.verdict`). Text with **bold** marks (``_md_bold`` turns it into HTML)."""
     name = design_namer(profile)
     scored = _scored(table)
     if scored.empty:
@@ -60,28 +117,29 @@ def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAU
     conditions = list(dict.fromkeys(table.condition))
     default = default if default in conditions else conditions[0]
     art = article_figures()["results"].get(design, {}) if shows_article(_profile(profile)) else {}
-    out = []
+    out = [scope_sentence(table, profile, default)]
     row = scored[(scored.condition == default) & (scored.design == design)]
     if not row.empty and overall(row.iloc[0]) is not None:
         r = row.iloc[0]
         word = overall(r)
         lead = {"worse": "**No**", "better": "**Yes**", "same": "**Not measurably**", "mixed": "**Not clearly**"}[word]
         runs = f"{int(r.runs)} run" + ("s" if r.runs > 1 else "")
+        test = ("95% ranges; measurable: Holm-corrected p < 0.05" if pd.notna(r.get("mrr_at_10_p_holm", None))
+                else "95% ranges")
         art_text = ""
         if art.get("delta_recall_at_5") and art.get("delta_mrr_at_10"):
             a5, a10 = art["delta_recall_at_5"], art["delta_mrr_at_10"]
-            art_text = (f"; the article measured {with_range(*a5)} and {with_range(*a10)}, no difference its questions "
-                        "could tell from zero" if all(x[1] <= 0 <= x[2] for x in (a5, a10)) else
-                        f"; the article measured {with_range(*a5)} and {with_range(*a10)}")
+            zero = all(x[1] <= 0 <= x[2] for x in (a5, a10))
+            art_text = (f"; the article measured {fixed(a5[0], sign=True)} and {fixed(a10[0], sign=True)}"
+                        + (", ranges that include 0" if zero else ""))
         out.append(f"{lead}: on the {int(r.questions)} {default} the agent ({runs}) is {VERDICT_WORDS[word]} plain dense "
-                   f"search: recall@5 {with_range(r.recall_at_5_delta, r.recall_at_5_low, r.recall_at_5_high)} and "
-                   f"MRR@10 {with_range(r.mrr_at_10_delta, r.mrr_at_10_low, r.mrr_at_10_high)} against dense (95% "
-                   f"ranges){art_text}.")
+                   f"search: recall@5 {with_range(r.recall_at_5_delta, r.recall_at_5_low, r.recall_at_5_high)}, "
+                   f"MRR@10 {with_range(r.mrr_at_10_delta, r.mrr_at_10_low, r.mrr_at_10_high)} ({test}){art_text}.")
     else:
         out.append(f"**Not answered yet for the {default}**: the agent has {_not_scored_note(table, default, design)} "
                    "there, so its comparison with dense waits for a complete run.")
     # the other conditions, grouped by what the agent did there
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, list] = {}
     waiting = []
     for c in conditions:
         if c == default:
@@ -90,15 +148,22 @@ def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAU
         if rr.empty or overall(rr.iloc[0]) is None:
             waiting.append(c)
             continue
-        groups.setdefault(overall(rr.iloc[0]), []).append(
-            f"{c} (MRR@10 {fixed(rr.iloc[0].mrr_at_10_delta, sign=True)})")
+        groups.setdefault(overall(rr.iloc[0]), []).append((c, float(rr.iloc[0].mrr_at_10_delta)))
     pending = {}
     for c in waiting:
         pending.setdefault(_not_scored_note(table, c, design).split(" (")[0], []).append(c)
     later = "; ".join(f"{note} on {_join(cs)}" for note, cs in pending.items())
-    if groups:
-        parts = [f"{VERDICT_WORDS[w]} dense on {_join(items)}" for w, items in groups.items()]
-        out.append("Elsewhere it is " + "; and ".join(parts) + (f" ({later})" if later else "") + ".")
+    if len(groups) == 1 and not waiting:
+        (w, items), = groups.items()
+        vals = [v for _, v in items]
+        span = fixed(vals[0], sign=True) if len(vals) == 1 else f"{fixed(min(vals), sign=True)} to {fixed(max(vals), sign=True)}"
+        where = f"on {items[0][0]}" if len(items) == 1 else f"in the other {len(items)} conditions"
+        same = not row.empty and overall(row.iloc[0]) == w
+        out.append(f"It is {VERDICT_WORDS[w]} dense {where}{' too' if same else ''} (MRR@10 {span}).")
+    elif groups:
+        parts = [f"{VERDICT_WORDS[w]} dense on " + _join([f"{c} ({fixed(v, sign=True)})" for c, v in items])
+                 for w, items in groups.items()]
+        out.append("Elsewhere (MRR@10) it is " + "; and ".join(parts) + (f" ({later})" if later else "") + ".")
     elif later:
         out.append(f"In the other conditions it is {later}.")
     # what does beat dense
@@ -126,11 +191,6 @@ def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAU
                       ", a step that calls no language model." if none_llm else "."))
     else:
         out.append("No design is measurably better than dense in any condition.")
-    dense = scored[(scored.condition == default) & (scored.design != "dense")]
-    if not dense.empty and pd.notna(dense.dense_misses_at_5.iloc[0]):
-        n, miss = int(dense.questions.max()), int(dense.dense_misses_at_5.iloc[0])
-        out.append(f"Dense already finds the source in its top 5 for {n - miss} of the {n} {default}, so no design "
-                   f"can raise recall@5 there by more than {miss / n:.3f}.")
     return " ".join(out)
 
 
@@ -192,7 +252,7 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
         row = {"design": name(r.design)}
         if not (pd.notna(r.get("questions")) and r.questions > 0):
             row.update({"runs": 0, "questions": 0, "recall@5": _not_scored_note(table, condition, r.design)})
-            row.update({f"article {label} (− dense [range])": article_cell(r.design, m).replace("-", "−")
+            row.update({f"article {label} (− dense [range])": article_cell(r.design, m)
                         for m, label in METRICS.items() if article})
             rows.append(row)
             continue
@@ -204,7 +264,7 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
             row[label] = cell
             row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
             if article:
-                row[f"article {label} (− dense [range])"] = article_cell(r.design, m).replace("-", "−")
+                row[f"article {label} (− dense [range])"] = article_cell(r.design, m)
         row["searches / q"] = number(r.searches, 2)
         cost = r.get("cost_usd_per_q")
         row["cost / q (USD)"] = (f"{cost:.5f}" if pd.notna(cost) and cost else
@@ -244,32 +304,81 @@ def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -
     better than dense (fewest LLM calls, then lowest latency), and the best design that calls an LLM
     against the best that does not."""
     name = names or (lambda d: d)
-    better = g[(g.mrr_at_10_low.fillna(0) > 0) | (g.recall_at_5_low.fillna(0) > 0)]
+    better = g[["better" in (verdict(r, "recall_at_5"), verdict(r, "mrr_at_10")) for _, r in g.iterrows()]]
     out = ""
     if not better.empty:
         cheap = better.sort_values(["llm_calls", "latency_median_s"]).iloc[0]
-        out += (f". Cheapest measurably better step: {name(cheap.design)} (MRR@10 {cheap.mrr_at_10:.3f}, "
-                f"{cheap.llm_calls:.2f} LLM calls per question)")
+        out += (f". Cheapest measurably better step: {name(cheap.design)} (MRR@10 {fixed(cheap.mrr_at_10)}, "
+                f"{fixed(cheap.llm_calls, 2)} LLM calls per question)")
     llm, plain = g[g.llm_calls.fillna(0) > 0], g[g.llm_calls.fillna(0) == 0]
     if not llm.empty and not plain.empty:
         bl, bp = llm.loc[llm.mrr_at_10.idxmax()], plain.loc[plain.mrr_at_10.idxmax()]
-        verdict = "above" if bl.mrr_at_10 > bp.mrr_at_10 else "not above"
-        out += (f". The best design calling an LLM, {name(bl.design)} (MRR@10 {bl.mrr_at_10:.3f}, {bl.llm_calls:.2f} calls "
-                f"per question), is {verdict} the best without one, {name(bp.design)} ({bp.mrr_at_10:.3f})")
+        above = "above" if bl.mrr_at_10 > bp.mrr_at_10 else "not above"
+        out += (f". The best design calling an LLM, {name(bl.design)} (MRR@10 {fixed(bl.mrr_at_10)}, "
+                f"{fixed(bl.llm_calls, 2)} calls per question), is {above} the best without one, {name(bp.design)} "
+                f"({fixed(bp.mrr_at_10)})")
     return out
 
 
 def readme_answer(table: pd.DataFrame, profile, figure: str | None) -> str:
-    """The README's answer paragraph (the index's answer and whose parts produced it) and the
-    headline figure under it."""
-    text = headline_answer(table, profile) + " " + parts_note(profile, "on the report index")
-    img = (f"\n\n![Each design minus dense with its 95% range, per condition; the article's published differences in "
-           f"black]({figure})") if figure else ""
+    """The README's answer paragraph (the index's answer, its scope first) and the headline figure
+    under it."""
+    text = headline_answer(table, profile)
+    img = (f"\n\n![Each design minus dense with its 95% range, per condition, one scale per measure; the article's "
+           f"published differences in black]({figure})") if figure else ""
     return text.strip() + img
 
 
-def readme_results(table: pd.DataFrame, results_dir: Path, profile) -> str:
+def unscored_words(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDITION,
+                   left_out: dict[str, str] | None = None) -> str:
+    """The designs the report describes that have no row in one condition's table, each with why:
+    ``left_out`` (design -> reason) for those left out on purpose, else "no complete run saved"."""
+    from ..designs import design_names
+
+    name = design_namer(profile)
+    here = set(table.design[table.condition == condition]) if not table.empty else set()
+    notes = [f"{name(d)}: {(left_out or {}).get(d, 'no run saved in this condition')}"
+             for d in design_names() if d not in here]
+    return ("Not in this table: " + "; ".join(notes) + ".") if notes else ""
+
+
+def readme_results(table: pd.DataFrame, results_dir: Path, profile, left_out: dict[str, str] | None = None) -> str:
+    """The README's results block: the default condition's table (:func:`headline_table`) and, under it,
+    every described design that has no row there, with why."""
     cfg = _profile(profile)
     md = headline_table(results_dir, table, cfg).to_markdown(index=False)
+    if left_out is None and cfg.settings.get("escalate_threshold") == float("-inf"):
+        left_out = {"escalate": "left out, as its threshold chosen on dev never escalates, so its rows would repeat "
+                                "hybrid_rerank's (docs/escalation.md)"}
+    missing = unscored_words(table, cfg, DEFAULT_CONDITION, left_out)
     return (f"Profile `{cfg.name}`, {DEFAULT_CONDITION} (generated from the saved runs by `make readme-table` and by "
-            "`make report`; every condition is on the report index):\n\n" + md)
+            "`make report`; every condition is on the report index):\n\n" + md + (f"\n\n{missing}" if missing else ""))
+
+
+def compact_table(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+    """The index's headline table, one condition: per design its recall@5 and MRR@10, each with its
+    difference from dense and 95% range, the article's published difference beside ours (MRR@10),
+    LLM calls and median latency per question. A design without a complete run says so."""
+    cfg = _profile(profile)
+    name = design_namer(cfg)
+    article = shows_article(cfg)
+    here = table[table.condition == condition] if not table.empty else table
+    rows = []
+    for _, r in _registry_order(here).iterrows():
+        row = {"design": name(r.design)}
+        if not (pd.notna(r.get("questions")) and r.questions > 0):
+            row["recall@5"] = _not_scored_note(table, condition, r.design)
+            rows.append(row)
+            continue
+        for m, label in METRICS.items():
+            row[label] = fixed(r[m])
+            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+        if article:
+            cell = article_cell(r.design, "mrr_at_10")
+            row["the article: MRR@10 − dense"] = cell.split(" (")[1].rstrip(")") if " (" in cell else ""
+        if "cited" in here and here.cited.notna().any():
+            row["source cited (loops)"] = "" if pd.isna(r.get("cited")) else fixed(r.cited)
+        row["LLM calls / q"] = number(r.get("llm_calls"), 2)
+        row["median latency (s)"] = seconds(r.latency_median_s)
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
