@@ -17,7 +17,8 @@ ALLPARAMS := $(PARAMS) $(if $(filter 1,$(EXTEND)),-p extend_shipped true)
 export PYTHONPATH := $(CURDIR)
 export HF_HUB_OFFLINE := $(if $(filter article,$(PROFILE)),0,1)
 export TOKENIZERS_PARALLELISM := false
-# the rendered pages carry no progress bars
+# the rendered pages carry no progress bars: other libraries' bars (written to the page) are off; the
+# project's own (lib/progress.py: embedding, BM25, HNSW, each design's run) go to the terminal only
 export TQDM_DISABLE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error

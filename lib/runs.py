@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from tqdm import tqdm
+from .progress import bar as tqdm  # progress in the terminal, never in a page
 
 from .designs import Design, Question, Result
 from .errors import DataError

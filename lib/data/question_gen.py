@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tqdm import tqdm
+from ..progress import bar as tqdm  # progress in the terminal, never in a page
 
 from ..errors import DataError
 from ..llm import LLMRequest, RecordedLLM

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import progress
 from ..config import ROOT
 from ..data.papers import paper_text
 from ..io import seal, verified
@@ -36,11 +37,14 @@ def _stemmer():
     return Stemmer.Stemmer(SETTINGS["stemmer"])
 
 
-def tokenize(texts: Sequence[str]):
+def tokenize(texts: Sequence[str], show_progress: bool = False):
     import bm25s
 
     return bm25s.tokenize(list(texts), stopwords=SETTINGS["stopwords"], stemmer=_stemmer(),
-                          token_pattern=SETTINGS["token_pattern"], show_progress=False)
+                          token_pattern=SETTINGS["token_pattern"], show_progress=show_progress)
+
+
+SHOW_PROGRESS_FROM = 20_000  # rows: a build this large takes seconds, and shows its progress in the terminal
 
 
 class BM25Index:
@@ -101,7 +105,9 @@ class BM25Index:
                 print(f"{folder}: unreadable BM25 cache ({type(exc).__name__}); rebuilding it")
         folder = Path(cache_dir) / key
         retriever = bm25s.BM25(method=SETTINGS["method"], k1=SETTINGS["k1"], b=SETTINGS["b"])
-        retriever.index(tokenize(texts), show_progress=False)
+        with progress.to_terminal() as shown:  # bm25s' own bars, in the terminal (lib/progress.py)
+            shown = shown and len(texts) >= SHOW_PROGRESS_FROM
+            retriever.index(tokenize(texts, show_progress=shown), show_progress=shown)
         tmp = folder.with_name(folder.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         retriever.save(str(tmp))

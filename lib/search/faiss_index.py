@@ -119,7 +119,7 @@ BUILD_BATCH = 16_384  # rows added to an HNSW graph at a time, so its long build
 def _add_with_progress(index, vectors: np.ndarray) -> None:
     """Add the rows to a graph in batches (HNSW inserts incrementally: the same graph as one add, up to
     faiss's own thread order), with a progress bar when there is more than one batch."""
-    from tqdm.auto import tqdm
+    from ..progress import bar as tqdm  # progress in the terminal, never in a page
 
     n = len(vectors)
     with tqdm(total=n, desc="HNSW graph", unit="rows", disable=n <= BUILD_BATCH) as bar:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
+from ..progress import bar as tqdm  # progress in the terminal, never in a page
 
 
 def training_papers(pool, excluded_ids: set[str], before: str, n: int, seed: int):

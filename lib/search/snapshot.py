@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from tqdm import tqdm
+from ..progress import bar as tqdm  # progress in the terminal, never in a page
 
 from ..config import ROOT
 from ..errors import DataError
