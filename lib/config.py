@@ -17,8 +17,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ProfileError
+from .paths import ROOT, shown_path
+from .preflight import preflight
 
-ROOT = Path(__file__).resolve().parent.parent
 PROFILE_DIR = ROOT / "profiles"
 # studies of a user's own documents and questions (``make study``): each in studies/<name>/, its
 # settings in studies/<name>/profile.yaml, everything it writes beside them (git-ignored)
@@ -440,12 +441,6 @@ class Profile:
         return ROOT / "figures" if self.shipped else self.results_dir / "figures"
 
 
-def shown_path(path: Path) -> str:
-    """A path as the report shows it: relative to the repository when inside it, else as given."""
-    path = Path(path)
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
 def parse_runs(runs: Any) -> list[int] | None:
     """The ``runs`` parameter: None, a run number, or a list of them (papermill may pass "[2, 3]" as text)."""
     if isinstance(runs, str):
@@ -538,8 +533,6 @@ def notebook_profile(namespace: dict[str, Any]) -> Profile:
     values = {k: parameter_value(k, namespace[k]) for k in Settings.model_fields if k != "profile" and k in namespace}
     overrides = {k: v for k, v in values.items() if v is not None}
     profile = load_profile(name, **overrides).with_runs(namespace.get("runs"))
-    from .preflight import preflight
-
     preflight(profile)
     return profile
 

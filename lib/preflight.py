@@ -11,6 +11,7 @@ import time
 import urllib.parse
 
 from .errors import ProfileError
+from .paths import shown_path
 
 HUB_URL = "https://huggingface.co"
 ARXIV_URL = "http://export.arxiv.org/api/query"
@@ -50,7 +51,6 @@ def needs(profile) -> list[str]:
 def local_model_missing(find_spec=importlib.util.find_spec, model_file=None) -> str | None:
     """None when llama-cpp-python is importable and the joined model file exists; else what is missing
     (llama_cpp is looked up, not imported)."""
-    from .config import shown_path
     from .llm.local_backend import LOCAL_MODEL_FILE
 
     model_file = LOCAL_MODEL_FILE if model_file is None else model_file

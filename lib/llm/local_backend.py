@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import ROOT
+from ..paths import ROOT
 from .base import LLMError, LLMRequest, LLMResponse
 from .tools import assistant_turns, chat_messages, parse_json_call
 

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from ..config import ROOT
+from ..paths import ROOT
 from ..io import Appender, locked, read_jsonl, repair_torn_tail
 from .base import TOOL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
 
