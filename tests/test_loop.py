@@ -215,6 +215,55 @@ def test_a_refused_or_cut_reply_ends_the_loop_named(stop):
     assert r.trace[-2]["title"] == f"reply stopped: {stop}"
 
 
+def test_malformed_tool_arguments_stop_the_loop_at_once_named_through_the_openai_backend(tmp_path):
+    """A recorded chat-completions reply (a search), then the same reply with its arguments cut: the
+    loop stops at once with its own stop reason (no retry, no step cap), the first search still ranks,
+    the arguments are kept, and the result saves and reads back as it is."""
+    from tests.test_llm_openai import Server, backend, body
+
+    papers = {f"x{i}": (f"Title {i}", f"Abstract of paper {i}.") for i in range(1, 7)}
+    broken = body("loop_search")
+    broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"query": "unterminated'
+    server = Server((200, {}, body("loop_search")), (200, {}, broken))
+    d = LoopDesign(ListSearcher({}), backend(server), papers, "anthropic", Caps(max_steps=8))
+    r = run_design(d, [Question("q1", "q?", "x3")], 1, tmp_path, progress=False)[0]
+    assert len(server.seen) == 2 and not server.responses  # two turns, not the step cap's eight
+    assert (r.stop_reason, r.details["final_by"], r.details["citations"]) == ("bad_tool_arguments", "code", [])
+    assert r.details["bad_tool_arguments"] == ['{"query": "unterminated'] and r.llm_calls == 2
+    assert r.searches == 1 and r.ranked_ids == ["x1", "x2", "x3", "x4", "x5", "x6"]  # the first search ranks
+    assert r.trace[-2]["title"] == "bad tool arguments" and "unterminated" in r.trace[-2]["detail"]
+    assert read_results(tmp_path / "loop" / "run1.jsonl") == [r]
+
+
+def test_a_local_reply_that_opens_a_json_call_it_does_not_finish_is_bad_tool_arguments():
+    papers = {"a": ("Title a", "Abstract a.")}
+    broken = LLMResponse(text='{"tool": "search", "query": "x', tokens_in=50, tokens_out=9, latency_s=0.1, cost_usd=0.0,
+                         model="m", backend="calls", stop_reason="end_turn")
+    llm = Calls(("search", {"query": "a"}), broken)
+    r = LoopDesign(ListSearcher({"a": ["a"]}), llm, papers, "local").retrieve(Question("q1", "q?", "a"))
+    assert (r.stop_reason, r.details["turns"], r.ranked_ids) == ("bad_tool_arguments", 2, ["a"])
+    # valid JSON that is no call, and text, are answers as before
+    papers = {"a1": ("Title a1", "Abstract a1.")}
+    for text in ('{"cited": "a1"}', "Cited: a1"):
+        r = LoopDesign(ListSearcher({}), Calls(text), papers, "local").retrieve(Question("q1", "q?", "a1"))
+        assert (r.stop_reason, r.details["citations"]) == ("stop", ["a1"]), text
+
+
+def test_no_saved_loop_reply_is_a_malformed_call_so_every_saved_loop_replays_as_before():
+    """The stop on malformed arguments changes a loop only where a reply is one: none of the saved
+    records is, so every saved loop replays to the result saved for it."""
+    from lib.io import read_jsonl
+    from lib.llm.tools import malformed_calls
+
+    files = [f for pattern in ("data/llm_records/**/loop*.jsonl", "results/**/llm_records/**/loop*.jsonl",
+                               "examples/**/llm_records/**/loop*.jsonl") for f in ROOT.glob(pattern)]
+    replies = [(f, rec) for f in files for rec in read_jsonl(f, torn_tail_ok=True)]
+    assert len(replies) > 1000  # the recorded loops of the shipped study and the dev set
+    bad = [(f.name, rec["key"]) for f, rec in replies
+           if malformed_calls(LLMResponse(**rec["response"]), bool(rec["request"].get("grammar")))]
+    assert bad == []
+
+
 def test_parse_citations():
     known = {"2607.06223", "2607.00412"}
     assert parse_citations("text\nCited: 2607.06223, 2607.00412v2, 2699.99999", known) == (

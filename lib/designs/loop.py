@@ -16,7 +16,12 @@ model answers by naming the paper ids it relies on (its citations). Caps, all pr
 
 On either cap the code makes one last call asking for the answer only (tools offered with choice
 "none"; the local model's grammar allows only its answer), so the record says which cap ended the
-loop, never a silent cut. A refusal or a reply cut at max_tokens ends it too, named.
+loop, never a silent cut. A refusal or a reply cut at max_tokens ends it too, named. So does a tool
+call whose arguments are not a JSON object (``bad_tool_arguments``: a native call's arguments that do
+not parse, or a local reply that opens a JSON call but is not valid JSON): the loop stops at once,
+with no retry (at temperature 0 the same conversation would be answered the same way, and a retry
+would spend a turn of the step cap), no citations, the searches already run still ranking, and the
+malformed arguments kept in the record (``details.bad_tool_arguments``).
 
 Ranked list for scoring: the valid citations first, in the order cited, then the reciprocal rank
 fusion (k = 60; Cormack et al. 2009) of every search the loop ran (each ``dense_k`` deep; the model
@@ -49,7 +54,7 @@ from dataclasses import dataclass
 
 from ..llm import LLMRequest, prompts
 from ..llm.base import INCOMPLETE_STOPS
-from ..llm.tools import assistant_blocks, chat_text, text_block, tool_result_block, tool_use_block
+from ..llm.tools import assistant_blocks, chat_text, malformed_calls, text_block, tool_result_block, tool_use_block
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
 
@@ -58,7 +63,7 @@ CHARS_PER_TOKEN = 3.0           # conservative for budget projections (English p
 TURN_OVERHEAD = 16              # template tokens around each new message
 READ_MAX_CHARS = 2000           # an abstract is cut here (arXiv abstracts are at most 1,920 characters)
 QUERY_MAX_CHARS = 300
-ENDINGS = ("stop", "step_cap", "token_budget", "refusal", "max_tokens")
+ENDINGS = ("stop", "step_cap", "token_budget", "refusal", "max_tokens", "bad_tool_arguments")
 DETAIL_CHARS = 200              # the trace keeps this much of an answer
 _CITED = re.compile(r"^[\s*_>-]*cited\s*[*_]*\s*:(.*)$", re.I | re.M)
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9./_-]*[A-Za-z0-9]")
@@ -287,7 +292,7 @@ class LoopDesign:
         added = len(self.system) + len(json.dumps(self.tools)) + sum(_chars(c) for _, c in messages)
         last_prompt = last_out = 0
         ended_by = final_by = ""
-        answer, cites, form, notes = "", [], "none", []
+        answer, cites, form, notes, bad_args = "", [], "none", [], []
         while True:
             est_in = last_prompt + last_out + _tokens(added) + TURN_OVERHEAD
             reason = ""
@@ -318,6 +323,14 @@ class LoopDesign:
             calls = list(r.tool_calls)
             answers = [c for c in calls if c.get("name") == ANSWER_TOOL]
             st.model(r, reason, calls, reply)
+            bad = [] if reason or r.stop_reason in INCOMPLETE_STOPS else malformed_calls(r, self.local)
+            if bad:
+                ended_by, final_by = "bad_tool_arguments", "code"
+                bad_args = [str(b.get("arguments"))[:DETAIL_CHARS] for b in bad]
+                notes.append("a tool call's arguments are not a JSON object; the loop stopped")
+                st.code("bad tool arguments", f"not a JSON object: {'; '.join(bad_args)}; no citations, the searches "
+                                              "run so far rank")
+                break
             if r.stop_reason in INCOMPLETE_STOPS:
                 ended_by, final_by = reason or r.stop_reason, "code"
                 notes.append(f"reply stopped: {r.stop_reason}")
@@ -352,7 +365,7 @@ class LoopDesign:
                    "forced_final": bool(ended_by in ("step_cap", "token_budget") and final_by == "model"),
                    "final_by": final_by, "answer": (answer or "")[:500], "tool_errors": st.errors,
                    "tokens_used": st.used, "prompt_reused": sum(x.get("prompt_reused", 0) for x in st.trace),
-                   "notes": notes,
+                   "notes": notes, **({"bad_tool_arguments": bad_args} if bad_args else {}),
                    "caps": {"max_steps": self.caps.max_steps, "max_tokens": self.caps.max_tokens,
                             "search_k": self.caps.search_k, "turn_max_tokens": self.caps.turn_max_tokens}}
         res = Result(question.qid, self.name, run, ranked, len(st.lists), [question.text] + st.queries, 0.0,

@@ -57,6 +57,24 @@ def parse_json_call(text: str, call_id: str) -> dict | None:
     return {"id": call_id, "name": name, "input": obj}
 
 
+def malformed_calls(response: Any, local: bool) -> list[dict]:
+    """The tool calls of a reply whose arguments are not a JSON object, as ``{"id", "arguments"}``:
+    those the backend marked (``stop_details`` of type ``malformed_tool_arguments``: a native call's
+    arguments text), or, in the local protocol (``local``), a reply that opens a JSON object but is
+    not valid JSON (a call the model could not finish writing; a reply cut at max_tokens is not one:
+    it is named by its own stop reason). Empty when every call is well formed."""
+    details = getattr(response, "stop_details", None) or {}
+    if details.get("type") == "malformed_tool_arguments":
+        return [dict(c) for c in details.get("calls") or ()]
+    text = (getattr(response, "text", "") or "").strip()
+    if local and text.startswith("{") and not getattr(response, "tool_calls", None):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError:
+            return [{"id": None, "arguments": text}]
+    return []
+
+
 def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
