@@ -63,6 +63,7 @@ from lib.config import notebook_profile
 from lib.evaluation import loss
 from lib.io import write_text
 from lib.report import index_page
+from lib.report.display import safe_table
 from lib.report.pages import open_page, reading
 
 cfg = notebook_profile(globals())
@@ -95,7 +96,7 @@ def ranged(df, pairs):
 
 # %%
 status = loss.status_table(losses)
-display(status.style.format({"saved list rebuilt": "{:.1%}", "dense run rebuilt": "{:.1%}"}, na_rep="—")
+display(safe_table(status).format({"saved list rebuilt": "{:.1%}", "dense run rebuilt": "{:.1%}"}, na_rep="—")
         .hide(axis="index"))
 missing = [x for x in losses if not x.analysed]
 if missing:
@@ -121,9 +122,9 @@ for x in agents:
     say(f"**{x.condition}** ({', '.join(f'run {k}' for k in x.runs)}; {len(x.decisions)} decisions)")
     display(loss.stop_grid(x.tables["stop"]))
 if agents:
-    display(loss.combined(agents, "stop").style.format({"share": "{:.1%}", "share_of_row": "{:.1%}"}).hide(axis="index"))
+    display(safe_table(loss.combined(agents, "stop")).format({"share": "{:.1%}", "share_of_row": "{:.1%}"}).hide(axis="index"))
     use = loss.combined(agents, "use")
-    display(use.style.format({c: "{:.1%}" for c in use.columns if "stopped" in c or "used_all" in c}
+    display(safe_table(use).format({c: "{:.1%}" for c in use.columns if "stopped" in c or "used_all" in c}
                              | {"searches_mean": "{:.2f}"}).hide(axis="index"))
 
 # %% [markdown]
@@ -138,9 +139,9 @@ if not done:
 else:
     outcomes = loss.combined(done, "outcomes")
     shares = [c for c in outcomes.columns if c.endswith("_share")]
-    display(outcomes.style.format({c: "{:.1%}" for c in shares}).hide(axis="index"))
+    display(safe_table(outcomes).format({c: "{:.1%}" for c in shares}).hide(axis="index"))
     by_added = loss.combined(done, "by_added")
-    display(by_added.style.format({c: "{:.1%}" for c in shares}, na_rep="—").hide(axis="index"))
+    display(safe_table(by_added).format({c: "{:.1%}" for c in shares}, na_rep="—").hide(axis="index"))
 
 # %% [markdown]
 # The added words, counted: for each condition and design, the most frequent words added by the queries
@@ -156,7 +157,7 @@ for x in done:
     if words.empty:
         say("No query added a word.")
     else:
-        display(words.style.format({"worse_share": "{:.1%}", "better_share": "{:.1%}"}, na_rep="").hide(axis="index"))
+        display(safe_table(words).format({"worse_share": "{:.1%}", "better_share": "{:.1%}"}, na_rep="").hide(axis="index"))
 
 # %% [markdown]
 # ## 3. The merge
@@ -167,7 +168,7 @@ for x in done:
 if done:
     merge = ranged(loss.combined(done, "merge"), {"fused − best single [95%]": "fused_minus_best_single",
                                                   "fused − question only [95%]": "fused_minus_question_only"})
-    display(merge.style.format({"fused": "{:.3f}", "best_single": "{:.3f}", "question_only": "{:.3f}"})
+    display(safe_table(merge).format({"fused": "{:.3f}", "best_single": "{:.3f}", "question_only": "{:.3f}"})
             .hide(axis="index"))
 
 # %% [markdown]
@@ -179,7 +180,7 @@ if done:
 if done:
     ceilings = ranged(loss.combined(done, "ceilings"), {"recall@5 − dense [95%]": "recall_at_5_delta",
                                                         "MRR@10 − dense [95%]": "mrr_at_10_delta"})
-    display(ceilings.style.format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
+    display(safe_table(ceilings).format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
 
 # %% [markdown]
 # ## 5. Model size
@@ -204,8 +205,8 @@ if not scored_sizes.empty:
                                         "MRR@10 − dense [95%]": "mrr_at_10_delta"})
     cols = ["condition", "model_label", "design", "runs", "questions", "recall_at_5", "recall@5 − dense [95%]",
             "mrr_at_10", "MRR@10 − dense [95%]", "folder"]
-    display(shown_sizes[cols].rename(columns={"model_label": "model"})
-            .style.format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
+    display(safe_table(shown_sizes[cols].rename(columns={"model_label": "model"}))
+            .format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
 say(model_size.axis_reading(sizes, published, names=design_namer(cfg)))  # the page's own reading stays the loss's
 
 # %% [markdown]
@@ -225,7 +226,7 @@ for metric in loss.METRICS:
     say(f"**{loss.METRIC_WORDS[metric]}**")
     pct = [c for c in acc.columns if c.endswith("_share")]
     num = [c for c in acc.columns if c not in pct + ["condition", "design", "questions"]]
-    display(acc.style.format({c: "{:.1%}" for c in pct} | {c: "{:+.3f}" if c.endswith("_part") or c == "loss" else "{:.3f}"
+    display(safe_table(acc).format({c: "{:.1%}" for c in pct} | {c: "{:+.3f}" if c.endswith("_part") or c == "loss" else "{:.3f}"
                                                            for c in num}, na_rep="—").hide(axis="index"))
 
 # %% [markdown]

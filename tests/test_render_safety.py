@@ -346,3 +346,149 @@ def test_the_notebooks_get_the_parameters_papermills_command_line_would_inject()
                    "llm_temperature": 0.5, "question_form": "short"}
     with pytest.raises(ValueError, match="expected -p NAME VALUE"):
         notebook_parameters(file, ["-p", "n_runs"])
+
+
+# ------------------------------------------------------------------- a user's data runs no code
+
+# what a hostile corpus puts in every field: a script, an event handler on an element, and a quote that
+# would end an attribute and open an event handler; in ids (which hold no whitespace) the same without spaces
+PAYLOADS = ('<script>alert(1)</script>', '<img src=x onerror=alert(1)>', '" onmouseover="x')
+ID_PAYLOADS = ('<script>alert(1)</script>', '<img/src=x/onerror=alert(1)>', '"/onmouseover="x')
+PAYLOAD = " ".join(PAYLOADS)
+
+
+def injected(page: str) -> list[str]:
+    """The elements and attributes a page's data put there: a script whose code is the payload's, an
+    image whose source is the payload's, any ``on*`` event-handler attribute (the pages have none of
+    their own), each as the HTML parser read it."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Scan(HTMLParser):
+        script: list[str] | None = None
+
+        def handle_starttag(self, tag, attrs):
+            found.extend(f"<{tag} {k}={v!r}>" for k, v in attrs if k.lower().startswith("on"))
+            if tag == "img" and ("src", "x") in attrs:
+                found.append(f"<img {attrs}>")
+            if tag == "script":
+                self.script = []
+
+        def handle_data(self, data):
+            if self.script is not None:
+                self.script.append(data)
+
+        def handle_endtag(self, tag):
+            if tag == "script" and self.script is not None:
+                if "".join(self.script).strip() == "alert(1)":  # the payload's own script (not a table's data)
+                    found.append(f"<script>{''.join(self.script)}</script>")
+                self.script = None
+
+    Scan().feed(page)
+    return found
+
+
+def payload_frame() -> pd.DataFrame:
+    return pd.DataFrame({"qid": [f"q1{p}" for p in ID_PAYLOADS], "question": [PAYLOAD] * 3, "score": [0.5, 1.0, 0.25],
+                         f"field {PAYLOADS[1]}": [PAYLOADS[0], ["a", PAYLOADS[1]], None]},
+                        index=[f"row {p}" for p in PAYLOADS])
+
+
+def test_the_parser_check_finds_what_an_unescaped_table_injects():
+    """The check can fail: pandas' Styler, as it writes a table by default, injects every payload."""
+    raw = payload_frame().style.to_html()
+    found = injected(raw)
+    assert any(f.startswith("<script>") for f in found) and any(f.startswith("<img") for f in found)
+    assert any("onerror" in f for f in found)
+
+
+def test_the_one_table_renderer_escapes_cells_headers_and_index():
+    from lib.report.display import escaped, safe_table, styled
+
+    df = payload_frame()
+    for html_text in (safe_table(df).to_html(), safe_table(df, index=True).to_html(),
+                      safe_table(df).format({"score": "{:.1%}"}, na_rep="—").to_html(),  # a format of its own
+                      styled(df).to_html(), df.pipe(escaped).to_html(escape=False)):
+        assert injected(html_text) == [], html_text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text and "onerror=alert(1)" in html_text
+    assert "50.0%" in safe_table(df).format({"score": "{:.1%}"}).to_html()  # numbers stay numbers
+    assert escaped(df).loc[escaped(df).index[0], "score"] == 0.5
+
+
+def test_markdown_from_a_users_text_is_text_on_the_rendered_page(tmp_path):
+    """Markdown outputs built with markdown_text / markdown_code and a table from the renderer, rendered
+    by the report's own renderer (nbconvert): the page holds the payloads as text, no element of theirs."""
+    from IPython.display import Markdown
+
+    from lib.report.display import markdown_code, markdown_text, safe_table
+
+    md = (f"**{markdown_text('q1' + PAYLOADS[1])}**: *{markdown_text(PAYLOAD)}* "
+          f"{markdown_text('[link](javascript:alert(1)) <b>b</b>')} file {markdown_code('a`b' + PAYLOADS[0])}")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"exception": None}
+    cells = [nbformat.v4.new_markdown_cell("## A study"),
+             nbformat.v4.new_code_cell("display(Markdown(md))", outputs=[nbformat.v4.new_output(
+                 "display_data", data={"text/markdown": Markdown(md).data, "text/plain": "<Markdown>"})]),
+             nbformat.v4.new_code_cell("display(safe_table(df))", outputs=[nbformat.v4.new_output(
+                 "display_data", data={"text/html": safe_table(payload_frame())._repr_html_(), "text/plain": "df"})])]
+    for i, c in enumerate(cells):
+        c["id"] = f"cell-{i}"
+        c.metadata["papermill"] = {"status": "completed", "exception": False}
+    nb.cells = cells
+    path = tmp_path / "run" / "02_questions.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    page = render(path, tmp_path / "html").read_text(encoding="utf-8")
+    found = injected(page)
+    assert found == [], found
+    assert not [h for h in re.findall(r'href="([^"]*)"', page) if "alert" in h]  # the Markdown link in the data is text
+    assert page.count("onerror=alert(1)") >= 3  # the payloads are on the page, as text
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
+def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(tmp_path):
+    """`make study` on documents (ids, titles, texts, a metadata field) and questions (ids, texts) that all
+    carry script and event-handler payloads: its collection and questions pages, where every field is
+    shown, hold them as text only (parsed with html.parser); the shipped study is untouched."""
+    import csv
+
+    from lib.config import STUDIES_DIR
+
+    words = ["pump seal", "warranty parts", "humming noise", "filter cleaning", "power supply", "valve pressure"]
+    docs = [{"doc_id": f"d{i}{ID_PAYLOADS[i % 3]}", "title": f"{w} {PAYLOAD}", "owner": f"team {PAYLOAD}",
+             "body": f"About the {w}. {PAYLOAD} " + f"The {w} needs care. " * 20} for i, w in enumerate(words)]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    with open(tmp_path / "questions.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["qid", "question", "source_id"])
+        w.writerows([f"q{i}{ID_PAYLOADS[i % 3]}", f"what about the {x}? {PAYLOAD}", docs[i]["doc_id"]]
+                    for i, x in enumerate(words[:4]))
+    name = "render-safety-payloads"
+    folder = STUDIES_DIR / name
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    before = {p: p.stat().st_mtime_ns for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
+    try:
+        done = subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", "study",
+                               f"DOCS={tmp_path / 'docs.jsonl'}", f"QUESTIONS={tmp_path / 'questions.csv'}",
+                               f"NAME={name}", "FIELDS=id=doc_id,text=body", "METADATA=owner",
+                               "NOTEBOOKS=01_collection 02_questions"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        report = folder / "results" / "report"
+        pages = sorted(report.glob("*.html"))
+        assert {p.name for p in pages} >= {"01_collection.html", "02_questions.html"}
+        shown = 0
+        for page in pages:
+            text = page.read_text(encoding="utf-8")
+            assert injected(text) == [], f"{page.name}: {injected(text)[:5]}"
+            shown += text.count("&lt;script&gt;alert(1)&lt;/script&gt;")
+        questions = (report / "02_questions.html").read_text(encoding="utf-8")
+        assert "what about the pump seal?" in questions and "onerror=alert(1)" in questions
+        assert shown > 10
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    after = {p: p.stat().st_mtime_ns for d in ("report", "figures") for p in (ROOT / d).rglob("*") if p.is_file()}
+    assert after == before

@@ -6,12 +6,22 @@ article's cross-encoder, so beside the article's numbers it is named by what it 
 profile's ``rerank_weights``: "rerank (dense+BM25)" when there is no cross-encoder weight).
 :func:`number` rounds a value for reading (3 decimals for scores, no trailing zeros, a dash for a
 missing value), :func:`heading` turns a column name into words, and :func:`readable` does both to a
-whole table."""
+whole table.
+
+Every table a page shows goes through :func:`safe_table` (or :func:`styled`, which reads the table first):
+the one renderer that escapes the text of a user's files (titles, texts, questions, ids, field names)
+before pandas' Styler writes it, as the Styler writes its cells, headers and index unescaped by
+default. Text from a user's files put into Markdown goes through :func:`markdown_text` (or
+:func:`markdown_code` for a code span)."""
 from __future__ import annotations
 
+import datetime
+import html
 import math
+import re
 from typing import Any, Callable, Mapping
 
+import numpy as np
 import pandas as pd
 
 # the rerank step's signals as the labels name them
@@ -199,9 +209,62 @@ def readable(df: pd.DataFrame, decimals: int = 3, profile: Any = None, shares: s
     return out
 
 
+def _escaped_value(value: Any) -> Any:
+    """A cell as HTML text: text (and anything shown through its text: a list, a mapping) escaped,
+    quotes too; numbers, dates and missing values kept, so a Styler's number formats still apply."""
+    if isinstance(value, str):
+        return html.escape(value)
+    if value is None or isinstance(value, (bool, int, float, complex, np.generic, datetime.date, datetime.timedelta,
+                                           pd.Timestamp, pd.Timedelta)) or value is pd.NA or value is pd.NaT:
+        return value
+    return html.escape(str(value))
+
+
+def _escaped_labels(index: pd.Index) -> pd.Index:
+    return index.map(lambda v: tuple(_escaped_value(x) for x in v) if isinstance(v, tuple) else _escaped_value(v))
+
+
+def escaped(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose text is HTML-escaped (``html.escape``, quotes too): every text cell, every
+    column name and index label. pandas' Styler writes cells, headers and index as they are (its
+    ``escape`` is off by default, and a later ``format`` call without it turns it off again), so the
+    text is escaped before the Styler sees it; numbers stay numbers."""
+    out = df.map(_escaped_value) if len(df.columns) else df.copy()
+    out.columns = _escaped_labels(df.columns)
+    out.index = _escaped_labels(df.index)
+    return out
+
+
+def safe_table(df: pd.DataFrame, index: bool = False):
+    """The one way a page shows a table: a Styler over :func:`escaped` ``df`` (no index column unless
+    ``index``); chain ``.format``, ``.apply`` or ``.set_caption`` on it as on ``df.style``."""
+    style = escaped(df).style
+    return style if index else style.hide(axis="index")
+
+
 def styled(df: pd.DataFrame, **kwargs):
-    """:func:`readable`, as a notebook shows it: no index column."""
-    return readable(df, **kwargs).style.hide(axis="index")
+    """:func:`readable`, as a notebook shows it: escaped (:func:`safe_table`), no index column."""
+    return safe_table(readable(df, **kwargs))
+
+
+# the characters Markdown reads as markup (a line's start or inline); escaped with a backslash
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~-])")
+
+
+def markdown_text(value: Any) -> str:
+    """Text from a user's files for a Markdown cell: shown as written, never read as Markdown or HTML
+    (its Markdown punctuation backslash-escaped, then ``<``, ``>``, ``&`` and quotes HTML-escaped)."""
+    return html.escape(_MARKDOWN.sub(r"\\\1", str(value)).replace("\n", " "))
+
+
+def markdown_code(value: Any) -> str:
+    """Text from a user's files as a Markdown code span (a path, an id): fenced by one more backtick
+    than the longest run inside it, so a backtick in the text cannot end it (the span's text is
+    escaped by the Markdown renderer)."""
+    text = str(value).replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def transposed(df: pd.DataFrame, key: str = "run", label: str = "run", **kwargs) -> pd.DataFrame:

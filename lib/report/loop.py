@@ -17,7 +17,7 @@ from ..designs.loop import ENDINGS, LOOP_DESIGNS, QUESTION_FIRST, code_searches,
 from ..evaluation.metrics import citation_hit, scores_of
 from ..evaluation.relevance import relevant_ids
 from ..runs import read_results, run_files
-from .display import readable, styled, transposed, with_range
+from .display import markdown_code, markdown_text, readable, safe_table, styled, transposed, with_range
 from .pages import reading
 from .plots import _save
 
@@ -222,7 +222,7 @@ def measures_page(profile, design: str = NAME) -> dict:
     display(Markdown(f"Caps: {caps_words(caps)} (model `{caps['llm_model']}`, backend `{caps['llm_backend']}`"
                      + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "")
                      + f"; prompt `{prompt_of(first)}`)."))
-    display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
+    display(safe_table(transposed(table, shares=LOOP_SHARES)))
     row = table.mean(numeric_only=True)
     ended = ", ".join(f"{row[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS if row[f"ended_{e}"])
     title = DESIGN_TITLES.get(design, design)
@@ -338,7 +338,7 @@ def trace_style(frame: pd.DataFrame):
             style = f"background-color: {CODE_COLOUR}; font-style: italic"
         return [style] * len(row)
 
-    return (frame.style.apply(colour, axis=1).hide(axis="index").format(precision=1)
+    return (safe_table(frame).apply(colour, axis=1).format(precision=1)
             .set_properties(subset=["who decided", "kind", "title", "detail"], **{"text-align": "left"}))
 
 
@@ -353,10 +353,12 @@ def step_through(profile, design: str = NAME) -> dict:
     q = {x.qid: x for x in pipeline.scored_questions(profile)}[r.qid]
     d = r.details
     hit = "cited the source" if set(relevant_ids(q.source_id)) & set(d.get("citations", [])) else "did not cite the source"
-    display(Markdown(f"**{r.qid}** (run {first}): *{q.text}*  \nSource paper: `{q.source_id}`. The loop took "
+    display(Markdown(f"**{markdown_text(r.qid)}** (run {first}): *{markdown_text(q.text)}*  \nSource paper: "
+                     f"{markdown_code(q.source_id)}. The loop took "
                      f"{_n(d.get('turns'), 'model turn')}, {_n(r.searches, 'search', 'es')}, read "
                      f"{_n(d.get('papers_read'), 'paper')}, ended "
-                     f"by **{r.stop_reason}** and {hit} (citations: {', '.join(d.get('citations', [])) or 'none'}).  \n"
+                     f"by **{r.stop_reason}** and {hit} "
+                     f"(citations: {markdown_text(', '.join(d.get('citations', [])) or 'none')}).  \n"
                      "Blue rows: model turns (bold: the model decided; italic: the code forced an answer-only turn). "
                      "Sand rows: the code ran a tool the model called. Grey italic rows: the code's own steps."))
     frame = trace_frame(r)
@@ -537,7 +539,7 @@ def other_first_page(profile, lead: str, baseline: str = "dense") -> dict:
                          "One of its questions, step by step:"))
         return {"example": step_through(profile, other)}
     table = side_by_side([(profile, lead), (profile, other)])
-    display(table.style.hide(axis="index"))
+    display(safe_table(table))
     means = {d: means_of(profile, d) for d in (lead, other)}
     text = f"Over {int(means[other].questions)} questions, {title} {_means_words(means[other], other)}"
     text += (f"; {DESIGN_TITLES[lead]}: {_means_words(means[lead], lead)} (their complete runs; the columns name "
@@ -576,7 +578,7 @@ def earlier_prompt_page(profile) -> dict:
         return {}
     now = [d for d in LOOP_DESIGNS if saved_runs(profile, design=d)]
     table = side_by_side([(earlier, d) for d in before] + [(profile, d) for d in now])
-    display(table.style.hide(axis="index"))
+    display(safe_table(table))
     parts = []
     for d in before:
         m = means_of(earlier, d)
@@ -618,7 +620,7 @@ def scores_section(profile, scored) -> pd.DataFrame:
     every = [r for results, _ in loops.values() for r in results]
     display(Markdown(f"Caps: {caps_words(caps_of(every))}."))
     table = pd.concat(tables, ignore_index=True)
-    display(transposed(table, shares=LOOP_SHARES).style.hide(axis="index"))
+    display(safe_table(transposed(table, shares=LOOP_SHARES)))
     return table
 
 
