@@ -103,31 +103,36 @@ def test_scores_chart_writes_each_value_on_its_own_row(tmp_path):
     assert all(t.get_va() == "center" for t in ax.texts)
 
 
-def test_headline_chart_one_panel_per_condition_with_the_article_beside_ours(tmp_path):
+def test_headline_chart_a_row_per_condition_one_x_scale_per_measure_with_the_article_beside_ours(tmp_path):
     from lib.report.article import article_figures
 
     rows = []
-    for c in ("full questions", "short questions"):
+    for c, scale in (("full questions", 1), ("short questions", 4)):
         rows.append({"condition": c, "design": "dense", "runs": 1, "questions": 297, "llm_calls": 0.0})
         rows.append({"condition": c, "design": "rerank", "runs": 1, "questions": 297, "llm_calls": 0.0,
-                     "recall_at_5_delta": 0.01, "recall_at_5_low": 0.0, "recall_at_5_high": 0.02,
-                     "mrr_at_10_delta": 0.05, "mrr_at_10_low": 0.03, "mrr_at_10_high": 0.07})
+                     "recall_at_5_delta": 0.01 * scale, "recall_at_5_low": 0.0, "recall_at_5_high": 0.02 * scale,
+                     "mrr_at_10_delta": 0.05 * scale, "mrr_at_10_low": 0.03 * scale, "mrr_at_10_high": 0.07 * scale})
     rows.append({"condition": "full questions", "design": "agent", "runs": 0, "questions": 0,
                  "not_scored": "run 1 stopped part-way"})
     fig = plots.headline_chart(pd.DataFrame(rows), tmp_path / "h.png", names=lambda d: f"<{d}>",
                                article=article_figures())
     panels = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in panels] == ["full questions (297 questions)", "short questions (297 questions)"]
-    full, short = panels
-    ticks = [t.get_text() for t in full.get_yticklabels()]
-    assert ticks == ["<rerank>", "the article's rerank", "<agent>", "the article's agent"]
-    assert [t.get_text() for t in short.get_yticklabels()] == ["<rerank>", "<agent>"]
-    assert "no complete run yet" in [t.get_text() for t in full.texts]
-    assert "not run here yet" in [t.get_text() for t in short.texts]
-    colours = {line.get_color() for line in full.lines if line.get_marker() in ("o", "s")}
+    assert [ax.get_title() for ax in panels] == [
+        "full questions (297 questions): recall@5 − dense", "full questions (297 questions): MRR@10 − dense",
+        "short questions (297 questions): recall@5 − dense", "short questions (297 questions): MRR@10 − dense"]
+    full5, full10, short5, short10 = panels
+    # one x-scale per measure: every condition's panel of a measure has the same limits, wide enough for
+    # the largest range of any condition (short questions' MRR@10 reaches 0.28)
+    assert full5.get_xlim() == short5.get_xlim() and full10.get_xlim() == short10.get_xlim()
+    assert full10.get_xlim()[1] >= 0.28 and full5.get_xlim() != full10.get_xlim()
+    assert [t.get_text() for t in full5.get_yticklabels()] == ["<rerank>", "the article's rerank", "<agent>",
+                                                              "the article's agent"]
+    assert [t.get_text() for t in short5.get_yticklabels()] == ["<rerank>", "<agent>"]
+    assert "no complete run yet" in [t.get_text() for t in full5.texts]
+    assert "not run here yet" in [t.get_text() for t in short10.texts]
+    colours = {line.get_color() for line in full10.lines if line.get_marker() == "o"}
     assert plots.ARTICLE_COLOUR in colours and plots.PLAIN_COLOUR in colours
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
-    legend = [t.get_text() for leg in legends for t in leg.get_texts()]
+    legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     assert "called a language model" in legend and "called no language model" in legend
     empty = plots.headline_chart(pd.DataFrame(), tmp_path / "e.png")
     assert "No design has a complete run yet" in empty.axes[0].texts[0].get_text()

@@ -146,32 +146,44 @@ def deltas_chart(deltas: pd.DataFrame, path: Path, names: Callable[[str], str] =
 
 
 def conditions_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same):
-    """recall@5 and MRR@10 of every design in every condition (0 to 1), one row of points per condition."""
+    """recall@5 and MRR@10 of every design in every condition (0 to 1): small multiples, one panel per
+    condition with the designs named on its rows, recall@5 a hollow circle and MRR@10 a filled one
+    joined by a line, orange for designs that call a language model and blue for those that do not;
+    every panel on the same 0-to-1 scale."""
     t = table.dropna(subset=["recall_at_5"]) if "recall_at_5" in table else table.iloc[0:0]
     if t.empty:
         return _empty(path, "No condition has a scored run yet.")
     conditions = list(dict.fromkeys(t["condition"]))
-    designs = list(dict.fromkeys(t["design"]))
-    colours = design_colours(designs)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 1.4 + 0.75 * len(conditions)))
-    for ax, m in zip(axes, ("recall_at_5", "mrr_at_10")):
-        for ci, c in enumerate(conditions):
-            sub = t[t.condition == c]
-            for k, (_, r) in enumerate(sub.iterrows()):
-                y = ci + (k - (len(sub) - 1) / 2) * 0.12
-                ax.plot(r[m], y, "o", color=colours[r.design])
-        ax.set_yticks(range(len(conditions)), conditions)
-        spread = (t.groupby("condition").size().max() - 1) / 2 * 0.12 + 0.12
-        ax.set_ylim(len(conditions) - 1 + spread, -spread)
-        ax.set_xlim(0, 1.05)
-        ax.set_xlabel(f"{LABELS[m]} (mean over questions; 0 to 1)")
+    designs = _in_order(list(dict.fromkeys(t["design"])))
+    fig, panels, legend_ax, rect = _grid(len(conditions), 3, 12.6, 0.4 + 0.22 * len(designs), 0.4, legend_height=0.6)
+    for ax, c in zip(panels, conditions):
+        sub = t[t.condition == c].drop_duplicates("design").set_index("design")
+        for i, d in enumerate(designs):
+            if d not in sub.index:
+                ax.text(0.02, i, "not scored here", transform=ax.get_yaxis_transform(), va="center", ha="left",
+                        fontsize=SMALL, color="grey", style="italic")
+                continue
+            r = sub.loc[d]
+            col = design_colour(d, r.get("llm_calls"))
+            ax.plot([r.recall_at_5, r.mrr_at_10], [i, i], "-", color=col, lw=1, alpha=0.6)
+            ax.plot(r.recall_at_5, i, "o", color=col, mfc="white", ms=6, mew=1.4)
+            ax.plot(r.mrr_at_10, i, "o", color=col, ms=6)
+        ax.set_yticks(range(len(designs)), [names(d) for d in designs], fontsize=SMALL)
+        ax.set_ylim(len(designs) - 0.5, -0.5)
+        ax.set_xlim(0, 1.02)
+        n = sub["questions"].max() if "questions" in sub and sub["questions"].notna().any() else 0
+        ax.set_title(f"{c} ({int(n)} questions)" if n else c, fontsize=10)
+        ax.set_xlabel("score, 0 to 1", fontsize=SMALL)
+        ax.tick_params(axis="x", labelsize=SMALL)
         ax.grid(axis="x", alpha=0.3)
-    handles = [Line2D([], [], marker="o", ls="", color=colours[d], label=names(d)) for d in designs]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(designs), 5), fontsize=SMALL, frameon=False)
-    fig.suptitle("Every design in every condition (in each row, the designs in the legend's order, top to bottom)",
+    handles = [Line2D([], [], marker="o", ls="", color="grey", mfc="white", ms=6, mew=1.4, label="recall@5"),
+               Line2D([], [], marker="o", ls="", color="grey", ms=6, label="MRR@10"),
+               Line2D([], [], marker="o", ls="", color=PLAIN_COLOUR, ms=6, label="called no language model"),
+               Line2D([], [], marker="o", ls="", color=MODEL_COLOUR, ms=6, label="called a language model")]
+    _legend(fig, legend_ax, handles, 4, fontsize=SMALL)
+    fig.suptitle("Every design in every condition: recall@5 and MRR@10 (mean over questions; one scale, 0 to 1)",
                  fontsize=10)
-    legend_rows = math.ceil(len(designs) / 5)
-    return _save(fig, path, rect=(0, (0.22 * legend_rows + 0.05) / (1.4 + 0.75 * len(conditions)), 1, 1))
+    return _save(fig, path, rect=(rect[0], rect[1], 1, 0.97))
 
 
 def pareto(points: list[tuple[str, float, float]]) -> set[str]:
@@ -253,15 +265,16 @@ def _nudge(ax, xs, ys, min_px: float = 11.0) -> list[float]:
 
 
 def _offsets():
-    """Where a label may go, nearest first: rings of 12 directions, 7 to 80 points from its point."""
+    """Where a label may go, nearest first: rings of 12 directions, 7 to 42 points from its point; a
+    label not straight beside its point gets a leader line to it."""
     out = []
-    for radius in (7, 13, 20, 30, 42, 58, 80):
+    for radius in (7, 13, 20, 30, 42):
         for k in (0, 6, 3, 9, 2, 4, 8, 10, 1, 5, 7, 11):  # right, left, up, down, then the diagonals
             a = math.radians(30 * k)
             dx, dy = radius * math.cos(a), radius * math.sin(a)
             ha = "left" if dx > 1 else ("right" if dx < -1 else "center")
             va = "bottom" if dy > 1 else ("top" if dy < -1 else "center")
-            out.append((round(dx, 1), round(dy, 1), ha, va, radius > 13))
+            out.append((round(dx, 1), round(dy, 1), ha, va, radius > 7 or abs(dy) > 1))
     return out
 
 
@@ -295,7 +308,8 @@ def _place_labels(ax, xs, ys, texts, renderer, fontsize: int = SMALL) -> list:
         dx, dy, ha, va, far, box = best
         ann.remove()
         ann = ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                          fontsize=fontsize, arrowprops=dict(arrowstyle="-", color="grey", lw=0.6) if far else None)
+                          fontsize=fontsize,
+                          arrowprops=dict(arrowstyle="-", color="grey", lw=0.6, shrinkA=1, shrinkB=5) if far else None)
         placed.append(box if box is not None else ann.get_window_extent(renderer))
         anns.append(ann)
     return anns
@@ -365,74 +379,81 @@ def frontier_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
 
 def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same, article: dict | None = None,
                    default: str = "full questions"):
-    """The report's one headline figure: in each condition (a panel), every design minus dense in
-    that condition with its 95% paired bootstrap range, recall@5 (circle) and MRR@10 (square);
-    orange for designs that call a language model, blue for those that do not; in the ``default``
-    condition the article's published differences (``article``: data/article_figures.json) in black
-    on their own rows beneath ours. A design without a complete run in a condition says so."""
+    """The report's one headline figure: a row of panels per condition, a column per measure (recall@5,
+    then MRR@10), every design minus dense in that condition with its 95% paired bootstrap range;
+    every panel of a column on the same x-scale, so conditions compare by eye. Orange for designs that
+    call a language model, blue for those that do not; in the ``default`` condition the article's
+    published differences (``article``: data/article_figures.json) in black on their own rows beneath
+    ours. A design without a complete run in a condition says so."""
     t = table if "condition" in table else pd.DataFrame(columns=["condition", "design"])
     if t.empty:
         return _empty(path, "No design has a complete run yet, so nothing is compared with dense yet.", (12.6, 2))
     conditions = list(dict.fromkeys(t["condition"]))
     designs = _in_order([d for d in dict.fromkeys(t["design"]) if d != "dense"])
     published = (article or {}).get("results", {})
-    fig, panels, legend_ax, rect = _grid(len(conditions), 3, 12.6, 2.85, 0.35, legend_height=1.0)
-    metrics = (("recall_at_5", -0.2, "o"), ("mrr_at_10", 0.2, "s"))
-    for ax, c in zip(panels, conditions):
-        sub = t[t.condition == c].drop_duplicates("design").set_index("design")
+    metrics = ("recall_at_5", "mrr_at_10")
+    layout = []  # per condition: its rows (label, kind, design)
+    for c in conditions:
         rows = []
         for d in designs:
             rows.append((names(d), "ours", d))
-            if c == default and any(f"delta_{m}" in published.get(d, {}) for m, _, _ in metrics):
+            if c == default and any(f"delta_{m}" in published.get(d, {}) for m in metrics):
                 rows.append((f"the article's {d}", "article", d))
-        xs = [0.0]
-        for i, (_, kind, d) in enumerate(rows):
-            if kind == "ours":
-                r = sub.loc[d] if d in sub.index else None
-                scored = r is not None and pd.notna(r.get("questions")) and r.get("questions", 0) > 0 \
-                    and pd.notna(r.get("recall_at_5_delta"))
-                if not scored:
-                    note = "not run here yet" if r is None else "no complete run yet"
-                    ax.text(0.02, i, note, transform=ax.get_yaxis_transform(), va="center", ha="left",
-                            fontsize=SMALL, color="grey", style="italic")
-                    continue
-            for m, off, marker in metrics:
+        layout.append(rows)
+    row_in = 0.18  # inches per design row
+    heights = [len(rows) * row_in + 0.25 for rows in layout]
+    legend_h = 0.6
+    height = sum(heights) + 0.55 * len(conditions) + legend_h + 0.3
+    fig, axes = plt.subplots(len(conditions), 2, figsize=(12.6, height), squeeze=False, sharex="col",
+                             gridspec_kw={"height_ratios": heights})
+    spans = {m: [0.0] for m in metrics}
+    for (ax_row, c, rows) in zip(axes, conditions, layout):
+        sub = t[t.condition == c].drop_duplicates("design").set_index("design")
+        n = sub["questions"].max() if "questions" in sub and sub["questions"].notna().any() else 0
+        for ax, m in zip(ax_row, metrics):
+            for i, (_, kind, d) in enumerate(rows):
                 if kind == "article":
                     value = published[d].get(f"delta_{m}")
                     if not value:
                         continue
-                    delta, lo, hi = value
-                    col, face = ARTICLE_COLOUR, "white"
+                    (delta, lo, hi), col, face = value, ARTICLE_COLOUR, "white"
                 else:
-                    delta, lo, hi = r[f"{m}_delta"], r[f"{m}_low"], r[f"{m}_high"]
-                    if pd.isna(delta):
+                    r = sub.loc[d] if d in sub.index else None
+                    scored = r is not None and pd.notna(r.get("questions")) and r.get("questions", 0) > 0 \
+                        and pd.notna(r.get(f"{m}_delta"))
+                    if not scored:
+                        note = "not run here yet" if r is None else "no complete run yet"
+                        ax.text(0.02, i, note, transform=ax.get_yaxis_transform(), va="center", ha="left",
+                                fontsize=SMALL, color="grey", style="italic")
                         continue
+                    delta, lo, hi = r[f"{m}_delta"], r[f"{m}_low"], r[f"{m}_high"]
                     col = face = design_colour(d, r.get("llm_calls"))
-                ax.plot([lo, hi], [i + off] * 2, "-", color=col, lw=1.8, solid_capstyle="butt")
-                ax.plot(delta, i + off, marker, color=col, mfc=face, ms=5.5, mew=1.3)
-                xs += [lo, hi]
-        ax.axvline(0, ls="--", color="grey", lw=1)
-        span = max(abs(min(xs)), abs(max(xs)), 0.02)
-        ax.set_xlim(min(min(xs), 0) - 0.08 * span, max(max(xs), 0) + 0.08 * span)
-        ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=SMALL)
-        for tick, (_, kind, _) in zip(ax.get_yticklabels(), rows):
-            if kind == "article":
-                tick.set_color("#444444")
-                tick.set_fontstyle("italic")
-        ax.set_ylim(len(rows) - 0.5, -0.5)
-        n = sub["questions"].max() if "questions" in sub and sub["questions"].notna().any() else 0
-        ax.set_title(f"{c} ({int(n)} questions)" if n else c, fontsize=10)
-        ax.set_xlabel("design − dense, with its 95% range", fontsize=SMALL)
-        ax.xaxis.set_major_locator(plt.MaxNLocator(5))
-        ax.tick_params(axis="x", labelsize=SMALL)
-        ax.grid(axis="x", alpha=0.3)
-    handles = [Line2D([], [], marker="o", ls="-", color="grey", mfc="grey", ms=6, label="recall@5 − dense"),
-               Line2D([], [], marker="s", ls="-", color="grey", mfc="grey", ms=6, label="MRR@10 − dense"),
-               Line2D([], [], marker="s", ls="-", color=PLAIN_COLOUR, ms=6, label="called no language model"),
-               Line2D([], [], marker="s", ls="-", color=MODEL_COLOUR, ms=6, label="called a language model")]
+                ax.plot([lo, hi], [i, i], "-", color=col, lw=1.8, solid_capstyle="butt")
+                ax.plot(delta, i, "o", color=col, mfc=face, ms=5.5, mew=1.3)
+                spans[m] += [lo, hi]
+            ax.axvline(0, ls="--", color="grey", lw=1)
+            ax.set_yticks(range(len(rows)), [label for label, _, _ in rows] if m == metrics[0] else [], fontsize=SMALL)
+            if m == metrics[0]:
+                for tick, (_, kind, _) in zip(ax.get_yticklabels(), rows):
+                    if kind == "article":
+                        tick.set_color("#444444")
+                        tick.set_fontstyle("italic")
+            ax.set_ylim(len(rows) - 0.5, -0.5)
+            ax.set_title((f"{c} ({int(n)} questions)" if n else c) + f": {LABELS[m]} − dense", fontsize=10)
+            ax.tick_params(axis="x", labelsize=SMALL, labelbottom=True)
+            ax.grid(axis="x", alpha=0.3)
+    for col_axes, m in zip(axes.T, metrics):
+        lo, hi = min(min(spans[m]), 0), max(max(spans[m]), 0)
+        pad = 0.06 * max(hi - lo, 0.02)
+        col_axes[0].set_xlim(lo - pad, hi + pad)  # shared by every panel of the column
+        col_axes[-1].set_xlabel(f"{LABELS[m]}: design − dense, with its 95% range (one scale for every condition)",
+                                fontsize=SMALL)
+        col_axes[0].xaxis.set_major_locator(plt.MaxNLocator(7))
+    handles = [Line2D([], [], marker="o", ls="-", color=PLAIN_COLOUR, ms=6, label="called no language model"),
+               Line2D([], [], marker="o", ls="-", color=MODEL_COLOUR, ms=6, label="called a language model")]
     if published:  # the article's points are drawn only where its figures are given
-        handles.append(Line2D([], [], marker="s", ls="-", color=ARTICLE_COLOUR, mfc="white", ms=6,
-                              label="the article, as published\n(its own models and questions)"))
-    _legend(fig, legend_ax, handles, 3, fontsize=SMALL, title_fontsize=SMALL,
-            title="right of the dashed line:" + ("\n" if legend_ax is not None else " ") + "better than dense")
-    return _save(fig, path, rect=rect)
+        handles.append(Line2D([], [], marker="o", ls="-", color=ARTICLE_COLOUR, mfc="white", ms=6,
+                              label="the article, as published (its own models and questions)"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=SMALL,
+               title="right of the dashed line: better than dense", title_fontsize=SMALL)
+    return _save(fig, path, rect=(0, legend_h / height, 1, 1))
