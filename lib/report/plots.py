@@ -265,10 +265,10 @@ def _nudge(ax, xs, ys, min_px: float = 11.0) -> list[float]:
 
 
 def _offsets():
-    """Where a label may go, nearest first: rings of 12 directions, 7 to 42 points from its point; a
+    """Where a label may go, nearest first: rings of 12 directions, 7 to 80 points from its point; a
     label not straight beside its point gets a leader line to it."""
     out = []
-    for radius in (7, 13, 20, 30, 42):
+    for radius in (7, 13, 20, 30, 42, 58, 80):
         for k in (0, 6, 3, 9, 2, 4, 8, 10, 1, 5, 7, 11):  # right, left, up, down, then the diagonals
             a = math.radians(30 * k)
             dx, dy = radius * math.cos(a), radius * math.sin(a)
