@@ -155,7 +155,7 @@ def conditions_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str
         return _empty(path, "No condition has a scored run yet.")
     conditions = list(dict.fromkeys(t["condition"]))
     designs = _in_order(list(dict.fromkeys(t["design"])))
-    fig, panels, legend_ax, rect = _grid(len(conditions), 3, 12.6, 0.4 + 0.22 * len(designs), 0.4, legend_height=0.6)
+    fig, panels, legend_ax, rect = _grid(len(conditions), 3, 12.6, 0.9 + 0.22 * len(designs), 0.4, legend_height=0.6)
     for ax, c in zip(panels, conditions):
         sub = t[t.condition == c].drop_duplicates("design").set_index("design")
         for i, d in enumerate(designs):
