@@ -2,8 +2,9 @@
 LLM the question and every search so far (each query with its top-5 titles) and let it stop or
 write a new query (at most ``max_searches`` searches); all lists fused by RRF (k = 60, ties by
 first appearance). The loop ends unless the reply is a search with a non-empty query that differs
-from the current one (the article's rule). Stops the article's code does not have are recorded as
-their own stop reasons: a refusal or a reply cut at max_tokens. Every query it writes is kept."""
+from the current one (the article's rule), whatever the reply's stop reason: a reply cut at
+max_tokens or a refusal that still holds a valid new query searches on, as in the article's code;
+one that ends the loop is recorded under that stop reason. Every query it writes is kept."""
 from __future__ import annotations
 
 import json
@@ -44,20 +45,22 @@ def next_query(use: LLMUse, reply: str, queries: list[str]) -> tuple[str | None,
     """What one decision reply means for the search: (the new query, "") to search again, or
     (None, why the search ends). The article's rule: stop, a malformed reply, a missing or empty
     query, or a query equal to the current one (whitespace stripped) ends it; a repeat of an
-    earlier query does not. Added here, each its own reason: a refusal or a reply cut at max_tokens
-    (the agent's and escalate's one reading of a reply)."""
-    if use.stop_reason in INCOMPLETE_STOPS:
-        return None, use.stop_reason
+    earlier query does not. The rule reads the reply's text whatever its stop reason, as the
+    article's code does: a reply cut at max_tokens (or a refusal) that holds a valid new query
+    searches on; one that ends the search is named by that stop reason, not by what its text
+    lacked (the agent's and escalate's one reading of a reply)."""
     decision, value = parse_decision(reply)
     if decision == "stop":
-        return None, "stop"
-    if decision == "malformed":
-        return None, f"malformed: {value}"
-    if not value:
-        return None, "empty query"
-    if value == queries[-1].strip():
-        return None, "repeated query"
-    return value, ""
+        why = "stop"
+    elif decision == "malformed":
+        why = f"malformed: {value}"
+    elif not value:
+        why = "empty query"
+    elif value == queries[-1].strip():
+        why = "repeated query"
+    else:
+        return value, ""
+    return None, use.stop_reason if use.stop_reason in INCOMPLETE_STOPS else why
 
 
 class AgentDesign:
