@@ -342,12 +342,20 @@ def notebooks_html(links: dict[str, str | None], pages_dir: Path) -> str:
     return "".join(out)
 
 
+def _measured(key: str, step: dict, what: str) -> str:
+    """What a benchmark step measured; a re-render recorded before its CPU time was measured says so."""
+    if key == "report_rerender" and "cpu_s" not in step:
+        return ("make report from the saved runs: wall time only, on a machine whose cores other jobs may have "
+                "shared; its CPU time is not recorded (python scripts/bench_render.py measures it)")
+    return what
+
+
 def speed_section(bench: Path) -> str:
     """The benchmark's figures as a readable table: step, what was measured, time, and the limit."""
     b = json.loads(bench.read_text())
     steps = b.get("steps", {})
-    cells = [(step, what, str(steps[k].get("summary", "")), limit) for k, (step, what, limit) in BENCH_STEPS.items()
-             if k in steps] + scale_rows(steps)
+    cells = [(step, _measured(k, steps[k], what), str(steps[k].get("summary", "")), limit)
+             for k, (step, what, limit) in BENCH_STEPS.items() if k in steps] + scale_rows(steps)
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
     m = b.get("machine", {})
     return (f"<h2>Speed</h2><p>Measured by <code>make bench</code> on {m.get('threads', '?')} CPU threads (torch "

@@ -195,7 +195,8 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
     "llm_escalate_call": ("escalation decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "llm_loop_call": ("one tool-calling loop turn (local LLM)", "median of the recorded turns, prefix reuse on",
                       "none (recorded when run)"),
-    "report_rerender": ("re-rendering the report", "make report from the saved runs", "2 minutes"),
+    "report_rerender": ("re-rendering the report", "make report from the saved runs (scripts/bench_render.py): CPU time "
+                        "of every process it started, user + system, and wall time", "2 minutes of CPU"),
 }
 
 SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss flat)", "faiss-hnsw": "approximate (faiss HNSW)"}

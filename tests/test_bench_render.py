@@ -1,0 +1,33 @@
+"""scripts/bench_render.py: the CPU time of every process a command starts, and its step written into
+a benchmark file beside the steps already there; the speed table says what was measured."""
+import json
+import sys
+
+from lib.config import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench_render  # noqa: E402
+
+
+def test_the_cpu_of_the_children_is_counted_and_the_step_joins_the_benchmark_file(tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"machine": {"threads": 2}, "steps": {"dense_query": {"summary": "38 ms"}}}))
+    burn = [sys.executable, "-c", "import hashlib\nfor i in range(200000): hashlib.sha256(b'x' * 64).digest()"]
+    assert bench_render.main(["--into", str(bench), "--", *burn]) == 0
+    saved = json.loads(bench.read_text())
+    assert saved["steps"]["dense_query"] == {"summary": "38 ms"} and saved["machine"] == {"threads": 2}
+    step = saved["steps"]["report_rerender"]
+    assert step["cpu_s"] > 0 and step["wall_s"] > 0 and "of CPU (user + system" in step["summary"]
+    assert step["command"].endswith("digest()")
+
+
+def test_the_speed_table_says_whether_the_rerender_was_measured_in_cpu(tmp_path):
+    from lib.report.index_page import speed_section
+
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"steps": {"report_rerender": {"wall_s": 30.2, "summary": "30 s"}}}))
+    assert "wall time only" in speed_section(bench) and "its CPU time is not recorded" in speed_section(bench)
+    bench.write_text(json.dumps({"steps": {"report_rerender": {"cpu_s": 250.0, "wall_s": 600.0,
+                                                               "summary": "250 s of CPU"}}}))
+    page = speed_section(bench)
+    assert "CPU time of every process it started" in page and "250 s of CPU" in page and "wall time only" not in page
