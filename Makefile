@@ -72,20 +72,38 @@ report: setup sync
 # the whole study on your own data, one command: make study DOCS=path [QUESTIONS=path] [QRELS=path] [NAME=name]
 # [FIELDS=id=doc_id,text=body] [QUESTION_FIELDS=...] [METADATA=a,b] [SET="llm_backend=openai llm_model=m"]
 # writes studies/<name>/profile.yaml (docs/your-data.md), then renders its report into studies/<name>/
-study: setup
-	@test -n "$(DOCS)" || { echo "make study needs DOCS=path (a JSON-lines, CSV or Parquet file, or a BEIR folder)"; exit 2; }
-	@name=$$($(BIN)/python scripts/new_study.py --docs "$(DOCS)" $(if $(QUESTIONS),--questions "$(QUESTIONS)") \
-	  $(if $(QRELS),--qrels "$(QRELS)") $(if $(NAME),--name "$(NAME)") $(if $(FIELDS),--fields "$(FIELDS)") \
-	  $(if $(QUESTION_FIELDS),--question-fields "$(QUESTION_FIELDS)") $(if $(METADATA),--metadata "$(METADATA)") \
-	  $(if $(FORMAT),--format $(FORMAT)) $(foreach s,$(SET),--set "$(s)")) || exit 2; \
-	$(MAKE) --no-print-directory report PROFILE=$$name PARAMS='$(PARAMS)'
+# Every variable reaches scripts/new_study.py and scripts/run_notebooks.py through the environment (their
+# --from-env), never pasted into a shell line: a quote, `$(...)`, a backtick or `;` in a value stays text
+study: export STUDY_DOCS := $(value DOCS)
+study: export STUDY_QUESTIONS := $(value QUESTIONS)
+study: export STUDY_QRELS := $(value QRELS)
+study: export STUDY_NAME := $(value NAME)
+study: export STUDY_FIELDS := $(value FIELDS)
+study: export STUDY_QUESTION_FIELDS := $(value QUESTION_FIELDS)
+study: export STUDY_METADATA := $(value METADATA)
+study: export STUDY_FORMAT := $(value FORMAT)
+study: export STUDY_SET := $(value SET)
+study: export RUN_NOTEBOOKS := $(value NOTEBOOKS)
+study: export RUN_PARAMS := $(value PARAMS)
+study: export RUN_EXTEND := $(value EXTEND)
+study: export RUN_NOTEBOOK_DIR := $(value NOTEBOOK_DIR)
+study: export RUN_FAILED_ROOT := $(value FAILED_DIR)
+study: setup sync
+	@name=$$($(BIN)/python scripts/new_study.py --from-env) || exit 2; \
+	RUN_PROFILE="$$name" $(BIN)/python scripts/run_notebooks.py --from-env
 
 # rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 3"
 # (a run whose parameters change results writes into its own folder under results/, never over report/;
-# a run that fails renders nothing: its executed notebook stays in build/failed/, as for `make report`)
+# a run that fails renders nothing: its executed notebook stays in build/failed/, as for `make report`).
+# NB, PROFILE, PARAMS and the folders reach scripts/run_notebooks.py through the environment, as for `study`
+notebook: export RUN_NB := $(value NB)
+notebook: export RUN_PROFILE := $(value PROFILE)
+notebook: export RUN_PARAMS := $(value PARAMS)
+notebook: export RUN_EXTEND := $(value EXTEND)
+notebook: export RUN_NOTEBOOK_DIR := $(value NOTEBOOK_DIR)
+notebook: export RUN_FAILED_ROOT := $(value FAILED_DIR)
 notebook: setup sync
-	@nb=$$(basename $$(ls $(NOTEBOOK_DIR)/$(NB)*.ipynb) .ipynb); \
-	$(RUN_NOTEBOOKS) --print-page $$nb -- $(PROFILE) $(ALLPARAMS)
+	@$(BIN)/python scripts/run_notebooks.py --from-env --print-page
 
 # (only what this install added or changed is compiled: the folders of site-packages newer than the setup)
 $(VENV)/.test-setup-done: requirements-test.txt $(VENV)/.setup-done

@@ -12,10 +12,16 @@ the question writer and reviewer write questions for a seeded draw of your docum
 --set: any other setting (e.g. --set llm_backend=openai --set llm_model=my-model --set n_runs=3).
 A study that exists is kept when its settings are the same, so the command resumes; a study whose
 settings differ is refused (choose another --name, or remove its folder).
+
+--from-env (`make study`): the values are read from the environment, never from a shell line, so no
+quote, `$(...)`, backtick or `;` in them is run: STUDY_DOCS, STUDY_QUESTIONS, STUDY_QRELS, STUDY_NAME,
+STUDY_FIELDS, STUDY_QUESTION_FIELDS, STUDY_METADATA, STUDY_FORMAT and STUDY_SET (KEY=VALUE words
+separated by spaces), each as its option; an empty one is not given.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -107,7 +113,30 @@ def write_study(name: str, settings: dict) -> Path:
     return path
 
 
+# the environment variables `make study` passes (--from-env), each the option it stands for
+ENV_OPTIONS = {"STUDY_DOCS": "--docs", "STUDY_QUESTIONS": "--questions", "STUDY_QRELS": "--qrels",
+               "STUDY_NAME": "--name", "STUDY_FIELDS": "--fields", "STUDY_QUESTION_FIELDS": "--question-fields",
+               "STUDY_METADATA": "--metadata", "STUDY_FORMAT": "--format"}
+
+
+def options_from_env(environ) -> list[str]:
+    """The command line of ``make study``'s variables, from ``environ`` (each value one word, as given)."""
+    out = []
+    for var, option in ENV_OPTIONS.items():
+        if environ.get(var):
+            out.append(f"{option}={environ[var]}")  # one word, even one starting with '-'
+    for item in (environ.get("STUDY_SET") or "").split():
+        out.append(f"--set={item}")
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if "--from-env" in argv:
+        argv = [a for a in argv if a != "--from-env"] + options_from_env(os.environ)
+        if not any(a.startswith("--docs") for a in argv):
+            print("error: make study needs DOCS=path (a JSON-lines, CSV or Parquet file, or a BEIR folder)",
+                  file=sys.stderr)
+            return 2
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", required=True)
     ap.add_argument("--questions")

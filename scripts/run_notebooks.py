@@ -13,26 +13,80 @@ first that fails stops the run. The completed ones are then rendered and the ind
 scripts/build_report.py (whose exit status this returns: 0 when every page was written, 1 when a
 notebook failed or a page could not be written, 2 on a bad profile or parameter). --print-page
 prints the page's path when one notebook was asked for and its page was written.
+
+--from-env (the Makefile's `notebook` and `study` targets): what the user typed is read from the
+environment, never from a shell line, so no quote, `$(...)`, backtick or `;` in it is run: RUN_PROFILE
+(the profile or study name; its file found as lib.config.profile_file finds it), RUN_PARAMS (the `-p
+NAME VALUE` words, split as a shell splits words, never run), RUN_EXTEND ("1": add `-p extend_shipped
+true`), RUN_NB (a notebook number or name prefix: exactly one notebook must match) or RUN_NOTEBOOKS
+(notebook names separated by spaces), RUN_NOTEBOOK_DIR and RUN_FAILED_ROOT (when set).
 """
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import build_report  # noqa: E402
-from check_settings import checked_profile, shown  # noqa: E402
-
-from lib.config import ROOT  # noqa: E402
+from lib.config import ROOT, profile_file, shown_path  # noqa: E402
 from lib.data.study import lock_study  # noqa: E402
 from lib.errors import ProfileError  # noqa: E402
 from lib.io import LockedError  # noqa: E402
 from lib.report.execute import notebook_parameters, run_notebooks  # noqa: E402
 
 
+def notebook_named(prefix: str, notebooks_dir: Path) -> str:
+    """The one notebook of ``notebooks_dir`` whose name starts with ``prefix`` (``03``, ``03_dense``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", prefix):
+        raise ValueError(f"NB: a notebook number or name (letters, digits, '_' and '-'), got {prefix!r}")
+    found = sorted(p.stem for p in notebooks_dir.glob(f"{prefix}*.ipynb"))
+    if len(found) != 1:
+        known = ", ".join(sorted(p.stem for p in notebooks_dir.glob("*.ipynb")))
+        raise ValueError(f"NB={prefix}: {'no notebook' if not found else 'several notebooks: ' + ', '.join(found)} "
+                         f"in {shown_path(notebooks_dir)} (known: {known})")
+    return found[0]
+
+
+def from_environment(environ, notebooks_dir: Path) -> tuple[list[str], list[str], list[str]]:
+    """The command line the Makefile would have pasted, read from ``environ`` (module docstring):
+    (the options, the notebook names, the words after ``--``). Raises ValueError naming the variable."""
+    name = environ.get("RUN_PROFILE") or "offline"
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError(f"PROFILE: a profile or study name is letters, digits, '-' and '_', got {name!r}")
+    try:
+        params = shlex.split(environ.get("RUN_PARAMS") or "")
+    except ValueError as exc:
+        raise ValueError(f"PARAMS: cannot be read as '-p NAME VALUE' words ({exc}): {environ.get('RUN_PARAMS')!r}") from None
+    if (environ.get("RUN_EXTEND") or "").strip() == "1":
+        params += ["-p", "extend_shipped", "true"]
+    options = ["--profile-file", str(profile_file(name))]
+    if environ.get("RUN_NOTEBOOK_DIR"):
+        options += ["--notebooks-dir", environ["RUN_NOTEBOOK_DIR"]]
+        notebooks_dir = Path(environ["RUN_NOTEBOOK_DIR"])
+    if environ.get("RUN_FAILED_ROOT"):
+        options += ["--failed-root", environ["RUN_FAILED_ROOT"]]
+    if environ.get("RUN_NB"):
+        names = [notebook_named(environ["RUN_NB"].strip(), notebooks_dir)]
+    else:
+        names = (environ.get("RUN_NOTEBOOKS") or "").split()
+        if not names:
+            raise ValueError("NOTEBOOKS: no notebook named")
+    return options, names, [name, *params]
+
+
 def main(argv: list[str]) -> int:
+    if "--from-env" in argv:
+        rest = [a for a in argv if a != "--from-env"]
+        try:
+            options, names, words = from_environment(os.environ, ROOT / "notebooks")
+        except (ValueError, ProfileError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        argv = [*options, *rest, *names, "--", *words]
     if "--" not in argv:
         print("error: run_notebooks.py needs `-- PROFILE [-p NAME VALUE ...]` after the notebooks", file=sys.stderr)
         return 2
@@ -45,6 +99,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="+")
     args = parser.parse_args(argv[:cut])
     words = argv[cut + 1:]
+    import build_report  # the checks and the run's libraries, loaded once the command line is read
+    from check_settings import checked_profile, shown
+
     try:
         profile = checked_profile(words)
         parameters = notebook_parameters(args.profile_file, words[1:])

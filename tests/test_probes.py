@@ -4,10 +4,26 @@ parameters that never rewrite the shipped pages, and `make study` that never han
 shell. (Escaped pages: tests/test_render_safety.py.)"""
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pandas as pd
 import pytest
+import yaml
 
+from lib.config import ROOT, STUDIES_DIR
 from lib.evaluation.power import power_sentence, power_table
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"_probe_{name}", ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def scored(designs: list[str], n: int = 12) -> pd.DataFrame:
@@ -40,3 +56,92 @@ def test_power_with_dense_and_one_other_design_sizes_that_one():
     pw = power_table(scored(["dense", "bm25"]))
     assert sorted(set(pw.design)) == ["bm25"] and len(pw) == 2
     assert power_sentence(pw).startswith("with 12 questions the smallest difference from dense")
+
+
+# ------------------------------------------------------------------- 2. `make study` and `make notebook` run no value
+
+# what a user might paste: a quote that ends the recipe's quoting, a command substitution, a backtick, a `;`
+def shell_payloads(marker) -> list[str]:
+    return [f'x"; touch {marker}; echo "', f"x'; touch {marker}; echo '", f"$$(touch {marker})", f"`touch {marker}`",
+            f"x; touch {marker}", f'x" `touch {marker}` "$$(touch {marker})']
+
+
+def make(*words: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", *words], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+def tiny_docs(folder: Path, name: str = "docs.jsonl") -> Path:
+    path = folder / name
+    path.write_text("".join(json.dumps({"id": f"d{i}", "title": f"t{i}", "text": f"text {i}"}) + "\n" for i in range(3)),
+                    encoding="utf-8")
+    return path
+
+
+def test_make_study_hands_no_value_to_the_shell(tmp_path):
+    """Every payload in NAME; in each other variable the one that broke its old quoting (double quotes,
+    or none for FORMAT and SET): nothing runs, and the command stops with the project's message."""
+    marker = tmp_path / "PWNED"
+    docs = tiny_docs(tmp_path)
+    quoted, bare = shell_payloads(marker)[0], f"x; touch {marker}"
+    cases = [("NAME", p) for p in shell_payloads(marker)] + [
+        ("DOCS", quoted), ("QUESTIONS", quoted), ("QRELS", quoted), ("FIELDS", quoted), ("QUESTION_FIELDS", quoted),
+        ("METADATA", quoted), ("FORMAT", bare), ("SET", bare)]
+    for variable, payload in cases:
+        words = {"DOCS": str(docs), variable: payload}
+        r = make("study", *(f"{k}={v}" for k, v in words.items()), "NOTEBOOKS=")
+        assert not marker.exists(), f"{variable}={payload!r} ran a command"
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "error:" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not [p for p in STUDIES_DIR.glob("*") if "touch" in p.name]
+
+
+def test_make_study_refuses_an_unsafe_name_by_name(tmp_path):
+    r = make("study", f"DOCS={tiny_docs(tmp_path)}", f"NAME=x\"; touch {tmp_path / 'PWNED'}; echo \"")
+    assert r.returncode == 2 and "--name: a study name is letters, digits, '-' and '_', got 'x\"; touch" in r.stderr
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_make_study_takes_a_path_with_quotes_dollars_backticks_and_semicolons_as_it_is(tmp_path):
+    """A documents file whose name holds every such character is the study's file, byte for byte."""
+    marker = tmp_path / "PWNED"
+    odd = tiny_docs(tmp_path, f"a \"b\" 'c' $(touch {marker.name}) `touch {marker.name}`; d.jsonl")
+    name = "probe-odd-path"
+    shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+    try:
+        r = make("study", f"DOCS={odd}", f"NAME={name}", "NOTEBOOKS=", env={"PWD_MARK": str(marker)})
+        assert not marker.exists() and not (ROOT / marker.name).exists()
+        assert r.returncode == 2 and "NOTEBOOKS: no notebook named" in r.stderr  # written, then nothing to run
+        profile = yaml.safe_load((STUDIES_DIR / name / "profile.yaml").read_text(encoding="utf-8"))
+        assert profile["documents_path"] == str(odd)
+    finally:
+        shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+
+
+def test_make_notebook_hands_no_value_to_the_shell(tmp_path):
+    marker = tmp_path / "PWNED"
+    payloads = shell_payloads(marker)
+    cases = [("NB", payloads[0], "NB: a notebook number or name"), ("NB", payloads[4], "NB: a notebook number or name"),
+             ("PROFILE", payloads[1], "PROFILE: a profile or study name"),
+             ("PARAMS", f"-p seed '1; touch {marker}'", "'seed'"), ("PARAMS", payloads[0], "PARAMS")]
+    for variable, payload, why in cases:
+        words = {"NB": "01", "PROFILE": "offline", variable: payload}
+        r = make("notebook", *(f"{k}={v}" for k, v in words.items()))
+        assert not marker.exists(), f"{variable}={payload!r} ran a command"
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert why in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_environment_is_read_as_the_command_line_would_have_been():
+    run_notebooks = _script("run_notebooks")
+    new_study = _script("new_study")
+    options, names, words = run_notebooks.from_environment(
+        {"RUN_PROFILE": "offline", "RUN_PARAMS": "-p n_runs 2 -p rerank_weights '{dense: 1.0}'", "RUN_EXTEND": "1",
+         "RUN_NB": "03"}, ROOT / "notebooks")
+    assert names == ["03_dense"] and options[:2] == ["--profile-file", str(ROOT / "profiles" / "offline.yaml")]
+    assert words == ["offline", "-p", "n_runs", "2", "-p", "rerank_weights", "{dense: 1.0}", "-p", "extend_shipped", "true"]
+    with pytest.raises(ValueError, match="NB=0: several notebooks"):
+        run_notebooks.from_environment({"RUN_NB": "0"}, ROOT / "notebooks")
+    assert new_study.options_from_env({"STUDY_DOCS": "a b.jsonl", "STUDY_NAME": "-x", "STUDY_SET": "n_runs=2 seed=3",
+                                       "STUDY_QRELS": ""}) == ["--docs=a b.jsonl", "--name=-x", "--set=n_runs=2",
+                                                               "--set=seed=3"]
