@@ -108,6 +108,24 @@ def test_the_substitutes_the_brief_names():
     assert rows["question reviewer's model"].cells["article"].value.startswith("Claude Sonnet 5.5")
 
 
+def test_the_reviewer_the_hand_reading_the_stop_rule_and_the_match_field():
+    """The article names its reviewer (Claude Code); its hand re-read of dense's misses is a row no profile
+    runs; the stop rule reads a reply cut at max_tokens as the article's code does (lib/designs/agent.py,
+    tests/test_agent_stop_rule.py); the offline prompt's match field points into the last search only."""
+    from lib.llm.prompts import AGENT_LOCAL_SYSTEM
+
+    rows = {r.what: r for r in load_fidelity()}
+    reviewer = rows["question reviewer's model"]
+    assert "Claude Code" in reviewer.article and reviewer.cells["article"].mark == "substitute"
+    reread = rows["hand re-read of the dense misses"]
+    assert "13" in reread.article and "by hand" in reread.article
+    assert all(c.mark == "substitute" and "page 11" in c.value for c in reread.cells.values())
+    stop = rows["agent's stop rule"].cells["article"]
+    assert stop.mark == "same" and "cut at max_tokens that holds a valid new query searches on" in stop.value
+    assert "in the last search" in AGENT_LOCAL_SYSTEM
+    assert "last search only" in rows["agent's system prompt"].cells["offline"].value
+
+
 @pytest.mark.parametrize("what", ["question writer", "embedder", "rerank model", "LLM of multiquery and the agent"])
 def test_the_article_profile_takes_the_article_s_models(what):
     row = next(r for r in load_fidelity() if r.what == what)
