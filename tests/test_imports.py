@@ -109,7 +109,8 @@ def a_cycle(graph: dict[str, set[str]], comp: list[str]) -> list[str]:
 
 def test_lib_has_no_import_cycle():
     graph = import_graph()
-    found = [" -> ".join(a_cycle(graph, comp)) for comp in cycles(graph)]
+    found = [" -> ".join(a_cycle(graph, comp)) + f"  (modules on a circle together: {', '.join(comp)})"
+             for comp in cycles(graph)]
     assert not found, "import cycles in lib/:\n" + "\n".join(found)
 
 
