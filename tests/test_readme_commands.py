@@ -78,3 +78,30 @@ def test_a_draw_on_a_clean_clone_leaves_git_status_clean(tmp_path):
     bundled = picked(ROOT / "data" / "pilot" / "collection.jsonl")
     assert {role for _, role in bundled} == {"source", "lookalike"} and len(bundled) >= 20
     assert picked(drawn[0]) == bundled
+
+
+def test_the_readme_opens_with_the_question_the_scoped_answer_the_figure_then_the_two_commands():
+    """The order a new reader needs: the question, the answer with its scope first, the figure, the two
+    commands; then the results, the designs and the fidelity table. Every design the README describes
+    has a row in its results table or is named under it with why; the chosen loop is stated once."""
+    import re
+
+    from lib.designs import design_names
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    order = ["**Does an agent that can search again find better evidence than plain search?**",
+             "<!-- ANSWER START -->\nScope: the language model here is", "![", "<!-- ANSWER END -->",
+             "## The two commands", "make report", "make test", "| design | what it does |", "<!-- RESULTS START -->",
+             "<!-- FIDELITY START -->"]
+    where = [text.find(x) for x in order]
+    assert -1 not in where and where == sorted(where), list(zip(order, where))
+    answer = text.split("<!-- ANSWER START -->\n", 1)[1].split("<!-- ANSWER END -->")[0]
+    first = answer.split(". ")[0]
+    assert "1.5B" in first and "not the article's Claude Haiku" in first and "2,000" in first and "top 5" in first
+    results = text.split("<!-- RESULTS START -->", 1)[1].split("<!-- RESULTS END -->")[0]
+    table = text.split("| design | what it does |", 1)[1].split("\n\n", 1)[0]  # the designs table, to its blank line
+    described = re.findall(r"^\| \**([a-z_0-9]+)\** \|", table, re.M)
+    assert set(described) == set(design_names())
+    for d in described:
+        assert re.search(rf"^\| {re.escape(d)}\b", results, re.M) or re.search(rf"\b{d}(?: \([^)]*\))?: ", results), d
+    assert text.count("**the loop chosen on dev**") == 1
