@@ -301,3 +301,23 @@ def condition_table(records, condition: str, designs: Sequence[str] = ATTRIBUTED
         rows[d] = pr
         tables.append(summary(pr, condition, d))
     return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), rows
+
+
+def conditions_table(records: dict) -> tuple[pd.DataFrame, dict]:
+    """:func:`condition_table` in every condition read (``records``: ``loss.conditions_records``), each
+    condition's result cached on disk under the digest of its records and of this code
+    (``loss.cached``): the summary over every condition and design, and per (condition, design) the rows."""
+    import sys
+
+    from . import loss
+
+    tables, rows = [], {}
+    version = loss.code_version(sys.modules[__name__], loss)
+    for c, rec in records.items():
+        if isinstance(rec, str) or rec.search is None:
+            continue
+        tab, per = loss.cached("attribution", f"{loss.records_digest(rec)}-{version}",
+                               lambda rec=rec, c=c: condition_table(rec, c))
+        tables.append(tab)
+        rows.update({(c, d): pr for d, pr in per.items()})
+    return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), rows

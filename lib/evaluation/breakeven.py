@@ -22,6 +22,7 @@ even the top of the curve stays below (the ceiling).
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass
 from typing import Sequence
@@ -299,3 +300,42 @@ def condition_break_even(condition: str, records, models: dict[str, object] | No
                 qpoints.setdefault(d, {})[name] = {"share_better": sum(x.better for x in mixes) / total if total else np.nan,
                                                    "queries": total, **_as_run(own)}
     return BreakEven(condition, curve, points, qcurves, qpoints)
+
+
+def model_records(records, designs: Sequence[str] = ("agent", "multiquery")) -> dict[str, object]:
+    """Every local model's saved records in one condition (``records``: the profile model's, included as
+    it is), each read as :func:`lib.evaluation.loss.condition_records` reads them; a model with no saved run
+    of ``designs`` is left out."""
+    from ..config import load_profile
+    from ..llm.local_backend import LOCAL_MODELS
+    from .loss import condition_records
+
+    cp = records.profile
+    out = {}
+    for model in LOCAL_MODELS:
+        if model == cp.settings["llm_model"]:
+            out[model] = records
+            continue
+        rec = condition_records(load_profile(cp.name, **{**cp.overrides, "llm_model": model}), designs)
+        if any(res for res, _ in rec.runs.values()):
+            out[model] = rec
+    return out
+
+
+def conditions_break_even(records: dict[str, object], designs: Sequence[str] = ("agent", "multiquery")) -> list[BreakEven]:
+    """:func:`condition_break_even` in every condition read (``records``: ``loss.conditions_records``; a
+    condition not read is left out), every local model placed where it has saved runs."""
+    import sys
+
+    from . import attribution, loss
+
+    version = loss.code_version(sys.modules[__name__], attribution, loss)
+    out = []
+    for c, rec in records.items():
+        if isinstance(rec, str):
+            continue
+        models = model_records(rec, designs)
+        key = "-".join([loss.records_digest(r) for r in models.values()] + [version, ",".join(designs)])
+        out.append(loss.cached("breakeven", hashlib.sha256(key.encode()).hexdigest()[:20],
+                               lambda c=c, rec=rec, models=models: condition_break_even(c, rec, models, designs)))
+    return out

@@ -627,6 +627,45 @@ def condition_records(profile, designs: Sequence[str] = LOSS_DESIGNS, folder: Pa
     return ConditionRecords(qs, chosen, search, dense, shown, profile)
 
 
+def records_digest(records: "ConditionRecords") -> str:
+    """A digest of what the measurements read from one condition's records: the questions, every complete
+    result's queries, list and citations, and the search settings."""
+    h = hashlib.sha256()
+    prof = records.profile
+    h.update(json.dumps({k: getattr(prof, k, None) for k in (*SEARCH_SETTINGS, "rrf_k", "agent_max_searches",
+                                                               "loop_search_k", "bootstrap_resamples", "bootstrap_seed",
+                                                               "llm_model", "question_set")},
+                        sort_keys=True, default=str).encode())
+    h.update(json.dumps([[q.qid, q.text, q.source_id] for q in records.questions]).encode())
+    for d in sorted(records.runs):
+        for r in records.runs[d][0]:
+            h.update(json.dumps([d, r.qid, r.run, r.queries, r.ranked_ids, r.details.get("citations", [])]).encode())
+    return h.hexdigest()[:20]
+
+
+def code_version(*modules) -> str:
+    """A digest of the given modules' source (a cached table is recomputed when the code that made it changes)."""
+    import inspect
+
+    return hashlib.sha256("".join(inspect.getsource(m) for m in modules).encode()).hexdigest()[:12]
+
+
+def cached(name: str, key: str, compute: Callable[[], object], folder: Path | None = None):
+    """``compute()``, kept on disk under ``name`` and ``key`` (its inputs' digest) and read back when present."""
+    import pickle
+
+    folder = Path(folder) if folder is not None else cache_dir()
+    path = folder / f"{name}-{key}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    value = compute()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps(value))
+    tmp.replace(path)
+    return value
+
+
 def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_DESIGNS,
                    article: dict | None = None, records: ConditionRecords | None = None) -> list[DesignLoss]:
     """Each design's loss in one condition (``profile``: that condition's profile), from its complete
@@ -714,3 +753,52 @@ def account_table(losses: Sequence[DesignLoss], metric: str = "mrr_at_10") -> pd
             "queries_share", "stop_share", "best_mean", "oracle_mean", "extra_mean", "worse_share", "better_share"]
     return pd.DataFrame([{"condition": x.condition, "design": x.design, **{k: x.accounts[metric][k] for k in keep}}
                          for x in losses if x.analysed])
+
+
+# --------------------------------------------------------------------------- the two-part loop
+TWO_PART_STEPS = ("cited", "read, not cited", "shown, not read", "in its list, never shown", "never found")
+
+
+def paper_step(result: Result, paper: str) -> str:
+    """How far one paper got in a tool-calling loop (:data:`TWO_PART_STEPS`): cited; read but not cited;
+    shown by one of its searches but not read; in its ranked list (the fusion of its searches, depth 50)
+    but never among the titles shown; or in none of its searches' results at all."""
+    from ..designs.loop import shown_ids
+
+    if paper in result.details.get("citations", []):
+        return "cited"
+    if paper in result.details.get("read", []):
+        return "read, not cited"
+    if paper in shown_ids(result):
+        return "shown, not read"
+    if paper in result.ranked_ids:
+        return "in its list, never shown"
+    return "never found"
+
+
+def two_part_table(results: Sequence[Result], questions: Sequence[Question]) -> pd.DataFrame:
+    """Per two-part question and run of a tool-calling loop: each paper's step (:func:`paper_step`; ``first``:
+    the paper that got further, ties by the question's order), the searches the model made of its own, and
+    ``failed``: the step at which the other paper was lost (``both cited`` when none was)."""
+    rows = []
+    order = {s: i for i, s in enumerate(TWO_PART_STEPS)}
+    for r, q in with_questions(results, questions):
+        papers = relevant_ids(q.source_id)
+        if len(papers) != 2:
+            continue
+        steps = sorted(((paper_step(r, p), p) for p in papers), key=lambda sp: order[sp[0]])
+        rows.append({"qid": r.qid, "run": r.run, "first": steps[0][1], "first_step": steps[0][0],
+                     "second": steps[1][1], "second_step": steps[1][0], "model_searches": len(written_queries(r)),
+                     "failed": "both cited" if steps[1][0] == "cited" else steps[1][0]})
+    return pd.DataFrame(rows, columns=["qid", "run", "first", "first_step", "second", "second_step", "model_searches",
+                                       "failed"])
+
+
+def two_part_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """How many (question, run) pairs lost the second paper at each step, and their share."""
+    n = len(table)
+    steps = ["both cited", *TWO_PART_STEPS[1:]]
+    return pd.DataFrame([{"failed": s, "loops": int((table.failed == s).sum()),
+                          "share": float((table.failed == s).mean()) if n else np.nan,
+                          "no_search_of_its_own": int(((table.failed == s) & (table.model_searches == 0)).sum())}
+                         for s in steps])
