@@ -24,7 +24,11 @@
 # paired bootstrap of design minus dense (the profile's number of resamples of the questions, 95%
 # percentile range, fixed seed; for LLM designs the per-question value is the mean over runs).
 # **[95% range]** is the range that holds the middle 95% of those resampled differences: when it
-# excludes 0, the difference is larger than the question sample alone would produce. Only questions
+# excludes 0, the difference is larger than the question sample alone would produce. Beside each
+# range, the paired randomization test's two-sided **p-value** (10,000 seeded sign flips of the
+# per-question differences; Smucker et al. 2007) and **Holm's correction** over the family of
+# comparisons the index makes (every design minus dense, on both measures, in every condition):
+# a difference is *measurable* when its Holm-adjusted p-value is below 0.05. Only questions
 # that passed review, and that every complete run of every design answered, are scored.
 
 # %% tags=["parameters"]
@@ -157,10 +161,25 @@ plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png
 
 # %%
 shown = ["condition", "design", "runs", "questions", "recall_at_5", "recall_at_5_delta", "recall_at_5_low",
-         "recall_at_5_high", "mrr_at_10", "mrr_at_10_delta", "mrr_at_10_low", "mrr_at_10_high", "both_found_at_10",
+         "recall_at_5_high", "recall_at_5_p_value", "recall_at_5_p_holm", "mrr_at_10", "mrr_at_10_delta",
+         "mrr_at_10_low", "mrr_at_10_high", "mrr_at_10_p_value", "mrr_at_10_p_holm", "both_found_at_10",
          "searches", "latency_median_s", "llm_calls", "tokens", "not_scored"]
 whole_table(conditions[[c for c in shown if c in conditions]] if not conditions.empty else conditions, cfg,
             "conditions", "every design in every condition (the CSV has every column)")
+
+# %% [markdown]
+# ## Tests against dense, corrected for every comparison the index makes
+# Each design minus dense in this condition: the paired bootstrap range, the randomization test's
+# p-value, and the p-value after Holm's correction over the family named in the last column (every
+# design minus dense, both measures, every condition of the table above); *measurable* is a
+# Holm-adjusted p-value below 0.05. The same columns are in `deltas.csv` and `summary.json`.
+
+# %%
+here = next((c for c, cp in pipeline.condition_profiles(cfg).items() if pipeline.results_dir(cp) == rdir), None)
+deltas = scores.family_from(deltas, conditions, here)
+show(deltas[["design", "metric", "questions", "delta", "low", "high", "p_value", "p_holm", "measurable"]], profile=cfg,
+     decimals_for={"p_value": 4, "p_holm": 4})
+display(Markdown(f"Holm's family: {deltas.family.iloc[0]}." if len(deltas) else "No comparison."))
 
 # %% [markdown]
 # ## Which step is worth its cost
@@ -193,7 +212,8 @@ display(Markdown("**Power in every condition.** " + (
 
 # %% [markdown]
 # ## Saved, and checked against the expected scores
-# Per design and run (`scores.csv`), the differences (`deltas.csv`) and a summary (`summary.json`)
+# Per design and run (`scores.csv`), the differences (`deltas.csv`), every condition's tests against
+# dense with Holm's correction over all of them (`comparisons.csv`) and a summary (`summary.json`)
 # are saved in the results folder. The expected scores checked in beside them are compared with
 # what was computed now (the 2CR practice); any drift is flagged here and fails `make test` in the
 # pilot setting.
@@ -206,9 +226,11 @@ by_length.to_csv(rdir / "by_length.csv", index=False)
 pw.to_csv(rdir / "power.csv", index=False)
 for k, df in per_condition.items():
     df.to_csv(rdir / f"conditions_{k}.csv", index=False)
+scores.comparisons(conditions).to_csv(rdir / "comparisons.csv", index=False)
 write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.question_form,
                                     "questions_reviewed": len(qs), "questions_scored": len(common),
                                     "headroom": head, "designs": summary.to_dict(orient="records"),
+                                    "against_dense": deltas.to_dict(orient="records"),
                                     "loop": loop_report.summary_record(sc),
                                     "provenance": {d: pipeline.provenance_table(cfg, d).to_dict(orient="records")
                                                    for d in pipeline.design_names()}})
@@ -222,16 +244,18 @@ else:
                      f"**DRIFT** in {len(flagged)} value(s): see the table."))
     show(drift, profile=cfg, decimals_for={"expected": 6, "got": 6, "drift": 6})
 
-# %%
-better = deltas[(deltas.low > 0)]
-worse = deltas[(deltas.high < 0)]
+# %% tags=["finding"]
+better = deltas[deltas.measurable & (deltas.delta > 0)]
+worse = deltas[deltas.measurable & (deltas.delta < 0)]
 measure = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 dense_row = summary.set_index("design").loc["dense"]
 text = (f"Over {len(common)} questions (dense: recall@5 {dense_row.recall_at_5:.3f}, MRR@10 {dense_row.mrr_at_10:.3f}), "
-        + ("measurably better than dense: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f})"
-                                                        for r in better.itertuples()) if len(better) else
+        + "with measurably meaning a Holm-adjusted p below 0.05 over every comparison the index makes: "
+        + ("measurably better than dense: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f}, "
+                                                        f"p_holm {r.p_holm:.3g})" for r in better.itertuples())
+           if len(better) else
            "no design is measurably better than dense on either measure")
-        + ("; measurably worse: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f})"
-                                              for r in worse.itertuples()) + "." if len(worse) else
+        + ("; measurably worse: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f}, "
+                                              f"p_holm {r.p_holm:.3g})" for r in worse.itertuples()) + "." if len(worse) else
            "; none is measurably worse."))
 reading(text)

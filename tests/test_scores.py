@@ -245,3 +245,32 @@ def test_holm_wide_runs_over_every_row_and_measure_as_one_family():
     assert np.isnan(out.recall_at_5_p_holm[0]) and not out.recall_at_5_measurable[0]
     assert list(out.mrr_at_10_measurable) == [False, True, False]
     assert out.holm_family.iloc[0].endswith("(4 tests)")
+
+
+def test_family_from_takes_the_condition_tables_correction(pq):
+    from lib.evaluation.scores import family_from, holm_wide
+
+    df, _ = pq
+    d = deltas(df, n_resamples=100, n_permutations=500)
+    table = holm_wide(pd.DataFrame(
+        [{"condition": "full questions", "design": "agent", "recall_at_5_p_value": 0.01, "mrr_at_10_p_value": 0.02},
+         {"condition": "short questions", "design": "agent", "recall_at_5_p_value": 0.03, "mrr_at_10_p_value": 0.5}]))
+    got = family_from(d, table, "full questions").set_index(["design", "metric"])
+    assert got.loc[("agent", "recall_at_5"), "p_holm"] == pytest.approx(0.04)  # 0.01 of four tests
+    assert got.loc[("agent", "mrr_at_10"), "p_holm"] == pytest.approx(0.06)    # 0.02 x 3
+    assert got.loc[("agent", "recall_at_5"), "measurable"] and not got.loc[("agent", "mrr_at_10"), "measurable"]
+    assert got.family.iloc[0].endswith("(4 tests)")
+    assert family_from(d, table, "two-part questions").equals(d)
+
+
+def test_comparisons_lists_every_test_of_the_condition_table_once():
+    from lib.evaluation.scores import comparisons, holm_wide
+
+    table = holm_wide(pd.DataFrame(
+        [{"condition": "c", "design": "dense", "questions": 3},
+         {"condition": "c", "design": "agent", "questions": 3, "recall_at_5_delta": -0.1, "recall_at_5_low": -0.2,
+          "recall_at_5_high": 0.0, "recall_at_5_p_value": 0.01, "mrr_at_10_delta": 0.0, "mrr_at_10_low": 0.0,
+          "mrr_at_10_high": 0.0, "mrr_at_10_p_value": 1.0}]))
+    got = comparisons(table)
+    assert list(zip(got.design, got.metric)) == [("agent", "recall_at_5"), ("agent", "mrr_at_10")]
+    assert list(got.p_holm) == pytest.approx([0.02, 1.0]) and list(got.measurable) == [True, False]

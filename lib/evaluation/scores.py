@@ -302,3 +302,36 @@ def load_scored(questions: list, results_dir: Path, check: RecordCheck | None = 
     pq = pq[pq.qid.isin(keep)].copy()
     scored = [r for r in results if r.qid in keep and (r.design, r.run) not in set(partial)]
     return Scored(questions, pq_all, partial, common, pq, scored)
+
+
+def family_from(deltas_table: pd.DataFrame, conditions: pd.DataFrame, condition: str | None) -> pd.DataFrame:
+    """One condition's :func:`deltas` with Holm's correction taken from the condition table (``holm_wide``
+    over every comparison of every condition, the index's family) in place of the table's own: its
+    ``p_holm``, ``measurable`` and ``family`` for the same design and measure. Unchanged when the
+    condition is not in the table."""
+    if condition is None or conditions.empty or condition not in set(conditions.condition):
+        return deltas_table
+    rows = conditions[conditions.condition == condition].set_index("design")
+    out = deltas_table.copy()
+    out["p_holm"] = [rows.at[d, f"{m}_p_holm"] if d in rows.index else np.nan for d, m in zip(out.design, out.metric)]
+    out["measurable"] = out["p_holm"] < ALPHA
+    out["family"] = rows["holm_family"].iloc[0]
+    return out
+
+
+def comparisons(conditions: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
+    """The condition table's tests against dense, one row per condition, design and measure: the
+    difference, its paired bootstrap range, ``p_value``, ``p_holm`` (over the table's family, named in
+    ``family``) and ``measurable`` (results/comparisons.csv)."""
+    rows = []
+    if conditions.empty or "holm_family" not in conditions:
+        return pd.DataFrame(rows)
+    for r in conditions.to_dict(orient="records"):
+        for m in metrics:
+            if pd.isna(r.get(f"{m}_p_value")):
+                continue
+            rows.append({"condition": r["condition"], "design": r["design"], "metric": m,
+                         "questions": r["questions"], "delta": r[f"{m}_delta"], "low": r[f"{m}_low"],
+                         "high": r[f"{m}_high"], "p_value": r[f"{m}_p_value"], "p_holm": r[f"{m}_p_holm"],
+                         "measurable": bool(r[f"{m}_measurable"]), "family": r["holm_family"]})
+    return pd.DataFrame(rows)
