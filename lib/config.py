@@ -166,6 +166,14 @@ class Settings(BaseModel):
     extend_shipped: bool = Field(default=False, description="add new results to the shipped study's folders "
                                  "(make ... EXTEND=1); off: a run that would add to them is refused")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, v, info):
+        """A number setting never takes true/false (pydantic would read true as 1): n_runs: true is refused."""
+        if isinstance(v, bool) and _numeric(cls.model_fields[info.field_name].annotation):
+            raise ValueError(f"expected {_form(info.field_name)}, got a true/false value")
+        return v
+
     @field_validator("window_start", "window_end", "pool_before")
     @classmethod
     def _date(cls, v):
@@ -259,6 +267,12 @@ def _unwrap(annotation) -> tuple[Any, bool]:
     return annotation, False
 
 
+def _numeric(annotation) -> bool:
+    """True for int and float settings (optionally Optional), never bool ones."""
+    t, _ = _unwrap(annotation)
+    return t in (int, float)
+
+
 def _is_text(annotation) -> bool:
     """True for str, Optional[str] and a Literal of strings (optionally Optional)."""
     t, _ = _unwrap(annotation)
@@ -327,6 +341,8 @@ def parameter_value(name: str, value: Any) -> Any:
     setting, else read as YAML (dates kept as their text; null: None); a value that is no text is
     returned as it is. A malformed value is a ProfileError naming the parameter and the expected form."""
     info = Settings.model_fields.get(name)
+    if info is not None and isinstance(value, bool) and _numeric(info.annotation):  # papermill read "true" as True
+        raise ProfileError(f"parameter {name!r}: expected {_form(name)}, got {value!r} (a true/false value)")
     if not isinstance(value, str) or info is None or _is_text(info.annotation):
         return value
     loader = None
@@ -335,7 +351,11 @@ def parameter_value(name: str, value: Any) -> Any:
         node = loader.get_single_node()
         if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL):
             return None
-        return _construct(loader, node, info.annotation)
+        read = _construct(loader, node, info.annotation)
+        if isinstance(read, bool) and _numeric(info.annotation):  # "yes", "off": YAML's true/false
+            raise ProfileError(f"parameter {name!r}: expected {_form(name)}, got {value!r} (read as {read}, "
+                               "a true/false value)")
+        return read
     except (yaml.YAMLError, _Mismatch) as exc:
         why = f"; duplicate key {exc.key!r}" if isinstance(exc, DuplicateKey) else ""
         raise ProfileError(f"parameter {name!r}: expected {_form(name)}, got {value!r}{why}{_quoted(name)}") from None
@@ -351,6 +371,10 @@ class Profile:
     name: str
     settings: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # the profile file's own settings, and a notebook's own parameters given (runs, design): with the
+    # overrides, what decides whether this run's pages may be the shipped ones (:attr:`shipped`)
+    file_settings: dict[str, Any] = field(default_factory=dict)
+    asked: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, key: str) -> Any:
         try:
@@ -390,12 +414,40 @@ class Profile:
         (a variant, the article profile); for the shipped study only with ``extend_shipped``."""
         return bool(self.own_overrides()) or self.name not in SHIPPED_PROFILES or bool(self.settings.get("extend_shipped"))
 
-    @property
-    def shipped(self) -> bool:
-        """True when this run's outputs are the shipped ones: the default profile with no override
-        that changes a result (the offline report, figures and results)."""
+    def shipped_results(self) -> bool:
+        """True when this run reads and writes the shipped results: the default profile in the article's
+        condition with no override that changes a result."""
         return (self.name == DEFAULT_PROFILE and not self.own_overrides() and "llm_model" not in self.overrides
                 and all(self.settings[k] == v for k, v in DEFAULT_CONDITION.items()))
+
+    @property
+    def adds_shipped_runs(self) -> bool:
+        """Whether this run adds runs to the shipped study on purpose: ``extend_shipped`` (EXTEND=1) with
+        a run number (``runs``, or ``n_runs``) beyond the profile file's ``n_runs``."""
+        if not self.settings.get("extend_shipped"):
+            return False
+        saved = self.file_settings.get("n_runs", self.settings["n_runs"])
+        return max([self.settings["n_runs"], *(parse_runs(self.asked.get("runs")) or [])]) > saved
+
+    @property
+    def shipped(self) -> bool:
+        """True when this run's pages and charts are the shipped ones (report/, figures/, the README's
+        table): the shipped results rendered as the profile file says, with no parameter at all, or a
+        run that adds runs to them on purpose (:attr:`adds_shipped_runs`). Any other parameter (``-p
+        n_runs 1``, ``EXTEND=1`` alone, ``-p runs 2``) renders into a folder of its own."""
+        return self.shipped_results() and ((not self.overrides and not self.asked) or self.adds_shipped_runs)
+
+    @property
+    def pages_base(self) -> Path:
+        """The folder this run's own report and charts go under when they are not the shipped ones: its
+        results folder, or for a run with parameters over the shipped results, a folder named by them
+        (``results/parameters/<names>-<hash>/``, git-ignored), never ``report/``."""
+        if not self.shipped_results() or self.shipped:
+            return self.results_dir
+        given = {**self.overrides, **{f"notebook {k}": v for k, v in self.asked.items()}}
+        digest = hashlib.sha256(json.dumps(given, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        names = "-".join(sorted(k.replace("notebook ", "") for k in given))[:60]
+        return self.results_dir / "parameters" / f"{names}-{digest}"
 
     def own_overrides(self) -> dict[str, Any]:
         """The overrides that change results (a run number beyond the profile's runs counts as one)."""
@@ -405,6 +457,8 @@ class Profile:
         """The profile for a notebook's ``runs``: run numbers beyond ``n_runs`` are a study of their
         own (its own folder), unless the shipped study is extended on purpose (``extend_shipped``)."""
         parsed = parse_runs(runs)
+        if parsed:
+            self.asked = {**self.asked, "runs": parsed}
         if parsed and max(parsed) > self.settings["n_runs"] and not self.settings.get("extend_shipped"):
             self.overrides = {**self.overrides, "runs": parsed}
         return self
@@ -433,12 +487,12 @@ class Profile:
     @property
     def report_dir(self) -> Path:
         """Where the rendered notebooks and the index go: ``report/`` for the shipped run only."""
-        return ROOT / "report" if self.shipped else self.results_dir / "report"
+        return ROOT / "report" if self.shipped else self.pages_base / "report"
 
     @property
     def figures_dir(self) -> Path:
         """Where the charts are saved: ``figures/`` for the shipped run only."""
-        return ROOT / "figures" if self.shipped else self.results_dir / "figures"
+        return ROOT / "figures" if self.shipped else self.pages_base / "figures"
 
 
 def parse_runs(runs: Any) -> list[int] | None:
@@ -498,7 +552,7 @@ def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
         shown = {k: v for k, v in given.items() if k not in raw or raw[k] != v}  # not the file's own values
         raise _explain(exc, f"{where} with parameters {shown}") from None
     changed = {k: settings[k] for k in given if settings[k] != base[k]}
-    return Profile(name=name, settings=settings, overrides=changed)
+    return Profile(name=name, settings=settings, overrides=changed, file_settings=base)
 
 
 def env_overrides(environ) -> dict[str, str | None]:
@@ -533,6 +587,8 @@ def notebook_profile(namespace: dict[str, Any]) -> Profile:
     values = {k: parameter_value(k, namespace[k]) for k in Settings.model_fields if k != "profile" and k in namespace}
     overrides = {k: v for k, v in values.items() if v is not None}
     profile = load_profile(name, **overrides).with_runs(namespace.get("runs"))
+    if namespace.get("design") is not None:  # a page led by another design than its own
+        profile.asked = {**profile.asked, "design": namespace["design"]}
     preflight(profile)
     return profile
 
@@ -544,7 +600,7 @@ def profile_from_args(args: list[str]) -> Profile:
     from papermill.cli import _resolve_type
 
     name, rest = (args[0] if args else DEFAULT_PROFILE), list(args[1:])
-    overrides, runs = {}, None
+    overrides, runs, asked = {}, None, {}
     while rest:
         flag, *rest = rest
         if flag not in ("-p", "--parameters") or len(rest) < 2:
@@ -556,6 +612,11 @@ def profile_from_args(args: list[str]) -> Profile:
         injected = _resolve_type(value)
         if key == "runs":
             runs = parse_runs(injected)
-        elif key not in NOTEBOOK_PARAMETERS:
+        elif key in NOTEBOOK_PARAMETERS:
+            asked[key] = injected
+        else:
             overrides[key] = parameter_value(key, injected)
-    return load_profile(name, **overrides).with_runs(runs)
+    profile = load_profile(name, **overrides).with_runs(runs)
+    if asked.get("design") is not None:
+        profile.asked = {**profile.asked, "design": asked["design"]}
+    return profile

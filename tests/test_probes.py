@@ -145,3 +145,51 @@ def test_the_environment_is_read_as_the_command_line_would_have_been():
     assert new_study.options_from_env({"STUDY_DOCS": "a b.jsonl", "STUDY_NAME": "-x", "STUDY_SET": "n_runs=2 seed=3",
                                        "STUDY_QRELS": ""}) == ["--docs=a b.jsonl", "--name=-x", "--set=n_runs=2",
                                                                "--set=seed=3"]
+
+
+# ------------------------------------------------------------------- 3. a user's command never rewrites the shipped pages
+
+def _ignored(path: Path) -> bool:
+    return subprocess.run(["git", "check-ignore", "-q", str(path.relative_to(ROOT))], cwd=ROOT).returncode == 0
+
+
+@pytest.mark.parametrize("params", [
+    ["-p", "n_runs", "1"],                                   # fewer runs of the shipped results
+    ["-p", "extend_shipped", "true"],                        # EXTEND=1 alone: nothing to add
+    ["-p", "extend_shipped", "true", "-p", "runs", "2"],     # EXTEND=1 with a run already saved
+    ["-p", "runs", "2"], ["-p", "llm_backend", "local"], ["-p", "design", "loop"],
+    ["-p", "n_runs", "2", "-p", "llm_batch", "true"],
+])
+def test_a_run_with_parameters_renders_into_its_own_folder(params):
+    from lib.config import profile_from_args
+
+    p = profile_from_args(["offline", *params])
+    assert not p.shipped
+    for where in (p.report_dir, p.figures_dir):
+        assert not where.is_relative_to(ROOT / "report") and not where.is_relative_to(ROOT / "figures"), where
+        assert _ignored(where / "03_dense.html"), where
+    # the kernel reads the same parameters the same way (papermill's injected values), so the page goes there too
+    from papermill.cli import _resolve_type
+
+    from lib.config import notebook_profile
+
+    namespace = {**yaml.safe_load((ROOT / "profiles" / "offline.yaml").read_text()), "profile": "offline", "runs": None,
+                 "design": None, **{params[i + 1]: _resolve_type(params[i + 2]) for i in range(0, len(params), 3)}}
+    if p.llm_backend == "local":
+        return  # the kernel checks that the local model is installed; the folder is the same property
+    assert notebook_profile(namespace).report_dir == p.report_dir
+
+
+@pytest.mark.parametrize("params", [[], ["-p", "n_runs", "3"],
+                                    ["-p", "extend_shipped", "true", "-p", "runs", "4"],
+                                    ["-p", "extend_shipped", "true", "-p", "n_runs", "4"]])
+def test_only_the_plain_run_or_one_that_adds_runs_on_purpose_renders_the_shipped_pages(params):
+    from lib.config import profile_from_args
+
+    p = profile_from_args(["offline", *params])
+    assert p.shipped and p.report_dir == ROOT / "report" and p.figures_dir == ROOT / "figures"
+
+
+def test_n_runs_true_is_refused_before_any_page_is_rendered(tmp_path):
+    r = make("notebook", "NB=03", "PARAMS=-p n_runs true")
+    assert r.returncode == 2 and "parameter 'n_runs': expected an integer" in r.stderr and "true/false" in r.stderr

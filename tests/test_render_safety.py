@@ -290,6 +290,26 @@ def test_make_notebook_renders_only_the_notebook_that_completed(make):
     assert sorted(p.name for p in report.glob("*.html")) == ["01_collection.html", "03_dense.html", "10_scores.html"]
 
 
+def test_make_notebook_with_parameters_over_the_shipped_results_never_writes_report(make):
+    """`make notebook NB=03 PARAMS="-p n_runs 1"` reads the shipped results and renders into a folder of its
+    own (the fixture checks that report/ and figures/ are untouched); `-p n_runs true` is refused first
+    (tests/test_probes.py)."""
+    import shutil
+
+    from lib.config import profile_from_args
+
+    own = profile_from_args(["offline", "-p", "n_runs", "1"]).pages_base
+    assert own.is_relative_to(ROOT / "results" / "parameters")
+    shutil.rmtree(own, ignore_errors=True)
+    try:
+        r = make("notebook", NB="03", PARAMS="-p n_runs 1")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip().endswith(f"{own.relative_to(ROOT)}/report/03_dense.html")
+        assert (own / "report" / "03_dense.html").exists()
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
 def test_make_report_stops_at_a_failed_notebook_and_renders_the_completed_ones(make):
     r = make("report", fail="02_questions", NOTEBOOKS="01_collection 02_questions 03_dense")
     assert r.returncode != 0

@@ -176,3 +176,31 @@ def test_local_model_missing_looks_up_llama_cpp_and_the_model_file(tmp_path):
     assert "llama-cpp-python" in local_model_missing(find_spec=lambda name: None, model_file=gguf)
     # by default: the file make local-llm joins
     assert (local_model_missing(find_spec=lambda name: object()) is None) == LOCAL_MODEL_FILE.exists()
+
+
+@pytest.mark.parametrize("name,value", [("n_runs", "true"), ("n_runs", "True"), ("n_runs", "false"), ("n_runs", "yes"),
+                                        ("n_runs", "off"), ("dense_k", "true"), ("escalate_threshold", "no"),
+                                        ("question_limit", "true")])
+def test_a_true_false_value_for_a_number_setting_is_refused_by_name_in_both_places(name, value):
+    """pydantic reads true as 1: `-p n_runs true` ran one run and said nothing. Refused, the setting named."""
+    with pytest.raises(ProfileError) as checked:
+        profile_from_args(["offline", "-p", name, value])
+    assert str(checked.value).startswith(f"parameter {name!r}: expected ") and "a true/false value" in str(checked.value)
+    with pytest.raises(ProfileError) as in_notebook:
+        notebook_profile(notebook_namespace("offline", [(name, value)]))
+    assert f"parameter {name!r}: expected " in str(in_notebook.value) and "true/false" in str(in_notebook.value)
+
+
+def test_n_runs_takes_a_positive_integer_only():
+    assert profile_from_args(["offline", "-p", "n_runs", "2"]).settings["n_runs"] == 2
+    for bad in ("0", "-1", "1.5", "[2]", "two"):
+        with pytest.raises(ProfileError, match="'n_runs'"):
+            profile_from_args(["offline", "-p", "n_runs", bad])
+
+
+def test_a_profile_file_with_true_for_a_number_is_refused_naming_the_file_and_setting(tmp_path, monkeypatch):
+    text = (ROOT / "profiles" / "offline.yaml").read_text(encoding="utf-8")
+    profile_copy(tmp_path, monkeypatch, text.replace("n_runs: 3", "n_runs: true"))
+    with pytest.raises(ProfileError, match=r"profiles/offline\.yaml: setting 'n_runs': .*true/false value"):
+        load_profile("offline")
+    assert "reranker_int8: true" in text or "reranker_int8: false" in text  # a true/false setting keeps them
