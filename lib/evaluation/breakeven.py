@@ -240,6 +240,7 @@ def summary_table(items: Sequence[BreakEven], metric: str = "mrr_at_10") -> pd.D
             for label, p in b.stop_points.items():
                 row[f"{label}_accuracy"], row[f"{label}_{metric}"] = p["accuracy"], p[metric]
                 row[f"{label}_p_stop"], row[f"{label}_p_search"] = p["p_stop"], p["p_search"]
+                row[f"{label}_{metric}_as_run"] = p[f"{metric}_as_run"]
             rows.append(row)
         for d, curve in b.query_curves.items():
             row = {"condition": b.condition, "design": d, "axis": "share of better queries",
@@ -247,6 +248,7 @@ def summary_table(items: Sequence[BreakEven], metric: str = "mrr_at_10") -> pd.D
                    "at_zero": float(curve[metric].iloc[0])}
             for label, p in b.query_points.get(d, {}).items():
                 row[f"{label}_accuracy"], row[f"{label}_{metric}"] = p["share_better"], p[metric]
+                row[f"{label}_{metric}_as_run"] = p[metric]
             rows.append(row)
     return pd.DataFrame(rows)
 

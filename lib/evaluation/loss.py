@@ -15,9 +15,12 @@ design's own saved queries can be searched again:
 4. **ceilings**: an oracle-stop agent over the same queries and a one-extra-search bound
    (:func:`ceilings_table`).
 
-:func:`account` puts the parts side by side and :func:`loss_reading` names, from the numbers,
-which of them accounts for a design's loss. :func:`condition_loss` and :func:`conditions_loss`
-read a profile's saved complete runs (through ``lib.pipeline``) and return every table.
+:func:`account` puts the parts side by side (numbers only: the sentences are written in
+``lib.report.why``). :func:`condition_loss` and :func:`conditions_loss` read a profile's saved complete
+runs (through ``lib.pipeline``; :func:`condition_records`, the re-searched lists cached on disk) and
+return every table. Which part *causes* the loss is measured by ``lib.evaluation.attribution`` (a
+Shapley split over counterfactuals); the residual split below cannot blame the queries where the
+question is one of the searches, so it is kept as a table, not as the answer.
 
 The parts of the loss (MRR@10 or recall@5, means over questions, runs averaged first):
 ``loss = dense - fused = (best single - fused) + (dense - best single)``: the merge's part and the
@@ -50,10 +53,7 @@ from .relevance import relevant_ids
 LOSS_DESIGNS = ("agent", "multiquery", "loop", QUESTION_FIRST)
 # designs taken apart only where some condition has a saved run of them (else left out, not listed as missing)
 OPTIONAL_DESIGNS = (QUESTION_FIRST,)
-DESIGN_WORDS = {"agent": "the agent", "multiquery": "multi-query", "loop": "the loop",
-                QUESTION_FIRST: "the question-first loop"}
 METRICS = ("recall_at_5", "mrr_at_10")
-METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 SHOWN = 5      # titles the agent is shown from each search (its prompt: ids[:5])
 DEPTH = 50     # the depth of every search and of the fused list
 OUTCOMES = ("better", "same", "worse", "both missing")
@@ -378,72 +378,6 @@ def account(pr: pd.DataFrame, qdf: pd.DataFrame, dec: pd.DataFrame | None = None
     return out
 
 
-def _pct(x: float) -> str:
-    return "n/a" if x is None or np.isnan(x) else f"{x:.0%}"
-
-
-def _gap(x: float) -> str:
-    """A difference in words, against what follows: "0.152 below", "0.016 above" or "level with"."""
-    return "level with" if round(abs(x), 3) == 0 else f"{abs(x):.3f} {'above' if x > 0 else 'below'}"
-
-
-def loss_reading(condition: str, design: str, acc: dict, recall: dict | None = None) -> str:
-    """A short reading of one design's loss in one condition, generated from :func:`account`'s numbers
-    (``recall``: the same account in recall@5, for the first sentence): how far it is below dense, which
-    part accounts for it, how its new queries ranked the source and (the agent) its stop judgement."""
-    name, m = DESIGN_WORDS.get(design, design), METRIC_WORDS[acc["metric"]]
-    loss, merge, queries = acc["loss"], acc["merge_part"], acc["queries_part"]
-    rng = f"[{acc['fused_minus_dense_low']:+.3f}, {acc['fused_minus_dense_high']:+.3f}]"
-    merge_rng = f"[{acc['fused_minus_best_low']:+.3f}, {acc['fused_minus_best_high']:+.3f}]"
-    parts = [f"In {condition}, {name}'s {m} is {_gap(-loss)} dense ({acc['fused_mean']:.3f} against "
-             f"{acc['question_mean']:.3f}; {name} − dense {acc['fused_minus_dense']:+.3f} {rng}"
-             + (f"; recall@5 {recall['fused_minus_dense']:+.3f}" if recall else "") + f"; {acc['questions']} questions)."]
-    lost = round(loss, 3) > 0
-    if lost and queries <= 0:
-        parts.append(f"Fusion accounts for all of it ({_pct(acc['merge_share'])} of the loss): the best single list among "
-                     f"its own searches (an oracle pick) scores {acc['best_mean']:.3f}, {_gap(-queries)} dense, and "
-                     f"the fused list is {_gap(-merge)} it {merge_rng}.")
-    elif lost and merge <= 0:
-        parts.append(f"The queries account for all of it ({_pct(acc['queries_share'])} of the loss): the best single list "
-                     f"among its own searches (an oracle pick) is {_gap(-queries)} the question's own list, and below it on "
-                     f"{acc['best_below_question']} questions; the merge costs nothing (the fused list is {_gap(-merge)} "
-                     f"that best list {merge_rng}).")
-    elif lost:
-        parts.append(f"Fusion accounts for {_pct(acc['merge_share'])} of it (the fused list is {_gap(-merge)} the best "
-                     f"single list among its searches {merge_rng}) and the queries for {_pct(acc['queries_share'])} "
-                     f"(that best list is {_gap(-queries)} the question's own list, and below it on "
-                     f"{acc['best_below_question']} questions).")
-    else:
-        parts.append(f"There is no loss to account for; the fused list is {_gap(-merge)} the best single list among its "
-                     f"searches {merge_rng}.")
-    if acc["queries"]:
-        parts.append(f"Its {acc['queries']} new queries, each searched alone, ranked the source worse than the question in "
-                     f"{_pct(acc['worse_share'])}, better in {_pct(acc['better_share'])} and the same in "
-                     f"{_pct(acc['same_share'])} (both missing: {_pct(acc['both missing_share'])}).")
-    else:
-        parts.append("It wrote no new query.")
-    if "stopped_after_one" in acc:
-        parts.append(f"It stopped after one search on {_pct(acc['stopped_after_one'])} of its (question, run) pairs and "
-                     f"used all {acc['max_searches']} on {_pct(acc['used_all'])}"
-                     + (f" (the article's agent: {_pct(acc['article_stopped_after_one'])} and "
-                        f"{_pct(acc['article_used_all'])})" if "article_used_all" in acc else "") + ".")
-    if "decisions" in acc:
-        parts.append(f"Its stop judgement: of the {acc['shown_decisions']} decisions made with the source among the shown "
-                     f"titles, {acc['shown_searched_again']} searched again, and of the {acc['hidden_decisions']} made "
-                     f"without it, {acc['hidden_stopped']} stopped; stopping exactly when the source was shown gives "
-                     f"{acc['oracle_mean']:.3f} ({acc['stop_part']:+.3f} against the run"
-                     + (f", {_pct(acc['stop_share'])} of the loss" if lost else "") + ").")
-    if lost:
-        named = {"fusion": acc["merge_share"], "the new queries": acc["queries_share"]}
-        if "decisions" in acc:
-            named["the stop judgement"] = acc["stop_share"]
-        top = max(named, key=lambda k: named[k])
-        parts.append(f"What accounts for the loss: {top} ({_pct(named[top])} of it"
-                     + ("; the stop judgement acts through the fusion, so the two overlap" if "decisions" in acc else "")
-                     + ").")
-    return " ".join(parts)
-
-
 # --------------------------------------------------------------------------- one design, one condition
 @dataclass
 class DesignLoss:
@@ -460,7 +394,6 @@ class DesignLoss:
     queries: pd.DataFrame = field(default_factory=pd.DataFrame)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     accounts: dict[str, dict] = field(default_factory=dict)
-    reading: str = ""
     dense_reproduced: float | None = None
 
     @property
@@ -486,10 +419,8 @@ def analyse(condition: str, design: str, results: Sequence[Result], questions: S
         for acc in accounts.values():
             acc.update({**search_use(results, max_searches, article), "max_searches": max_searches})
     runs = sorted({r.run for r in results})
-    out = DesignLoss(condition, design, runs=runs, questions=int(pr.qid.nunique()) if len(pr) else 0, per_result=pr,
-                     decisions=dec, queries=qdf, tables=tables, accounts=accounts)
-    out.reading = loss_reading(condition, design, accounts["mrr_at_10"], accounts["recall_at_5"])
-    return out
+    return DesignLoss(condition, design, runs=runs, questions=int(pr.qid.nunique()) if len(pr) else 0, per_result=pr,
+                      decisions=dec, queries=qdf, tables=tables, accounts=accounts)
 
 
 # --------------------------------------------------------------------------- from a profile's saved runs
