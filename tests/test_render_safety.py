@@ -468,15 +468,17 @@ def test_markdown_from_a_users_text_is_text_on_the_rendered_page(tmp_path):
 
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
 def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(tmp_path):
-    """`make study` on documents (ids, titles, texts, a metadata field) and questions (ids, texts) that all
-    carry script and event-handler payloads: its collection and questions pages, where every field is
-    shown, hold them as text only (parsed with html.parser); the shipped study is untouched."""
+    """`make study` on documents (ids, titles, texts, metadata values and a metadata field's name) and
+    questions (ids, texts) that all carry script and event-handler payloads: its collection and questions
+    pages, where every field is shown, hold them as text only (parsed with html.parser); the shipped study
+    is untouched. (A study name cannot carry one: it is refused, tests/test_probes.py.)"""
     import csv
 
     from lib.config import STUDIES_DIR
 
     words = ["pump seal", "warranty parts", "humming noise", "filter cleaning", "power supply", "valve pressure"]
-    docs = [{"doc_id": f"d{i}{ID_PAYLOADS[i % 3]}", "title": f"{w} {PAYLOAD}", "owner": f"team {PAYLOAD}",
+    tag = f"tag{PAYLOADS[1]}"  # a metadata field whose very name carries a payload
+    docs = [{"doc_id": f"d{i}{ID_PAYLOADS[i % 3]}", "title": f"{w} {PAYLOAD}", "owner": f"team {PAYLOAD}", tag: PAYLOADS[i % 3],
              "body": f"About the {w}. {PAYLOAD} " + f"The {w} needs care. " * 20} for i, w in enumerate(words)]
     (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     with open(tmp_path / "questions.csv", "w", newline="", encoding="utf-8") as f:
@@ -493,7 +495,7 @@ def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(
     try:
         done = subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", "study",
                                f"DOCS={tmp_path / 'docs.jsonl'}", f"QUESTIONS={tmp_path / 'questions.csv'}",
-                               f"NAME={name}", "FIELDS=id=doc_id,text=body", "METADATA=owner",
+                               f"NAME={name}", "FIELDS=id=doc_id,text=body", f"METADATA=owner,{tag}",
                                "NOTEBOOKS=01_collection 02_questions"],
                               cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

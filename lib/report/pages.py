@@ -7,7 +7,7 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import shown_path
-from .display import markdown_code, readable, safe_table, styled
+from .display import markdown_code, markdown_text, readable, safe_table, styled
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -223,7 +223,7 @@ def run_or_read(profile, name: str, runs=None) -> dict:
         why = ("another process is writing its run file now" if isinstance(exc, LockedError) else
                "a saved run is not complete, and this page does not add results to the shipped study")
         display(Markdown(f"**{name} was not run for this page:** {why}. The page shows the runs saved so far; a run "
-                         f"stopped part-way is saved, not scored. ({exc})"))
+                         f"stopped part-way is saved, not scored. ({markdown_text(exc)})"))
         saved = {int(p.stem[3:]): read_results(p) for p in run_files(pipeline.results_dir(profile), name)}
         return {"runs": {k: v for k, v in saved.items() if v}, "summary": pipeline.saved_design_summary(profile, name),
                 "provenance": pipeline.provenance_table(profile, name)}
