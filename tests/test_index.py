@@ -150,3 +150,73 @@ def test_escalate_that_never_escalates_is_left_out_and_said_why():
     some = load_profile("offline", escalate_threshold=0.5)
     kept, text = without_idle_escalate(table, some)
     assert list(kept.design) == list(table.design) and text == ""
+
+
+def test_a_note_on_a_design_not_run_stands_apart_from_the_agents_explanation():
+    """"Not run in this condition yet: X" is its own sentence before the agent's explanation, never
+    appended to it (it concerns X, not the agent)."""
+    import pandas as pd
+
+    from lib.report.index_page import condition_answer
+
+    def row(c, d, **kw):
+        return {"condition": c, "design": d, "questions": 100, "runs": 1, "mrr_at_10": 0.9, "mrr_at_10_low": -0.1,
+                "mrr_at_10_high": -0.01, "mrr_at_10_delta": -0.05, "recall_at_5_low": -0.1, "recall_at_5_high": 0.1,
+                "recall_at_5_delta": 0.0, "llm_calls": 1.0, "latency_median_s": 1.0, "dense_misses_at_5": 4, **kw}
+
+    table = pd.DataFrame([row("full questions", "dense"), row("full questions", "agent"),
+                          row("full questions", "loop_question_first"), row("short questions", "dense"),
+                          row("short questions", "agent")])
+    acc = pd.DataFrame([{"condition": "short questions", "design": "agent", "loss": 0.046, "merge_part": 0.060,
+                         "queries_part": -0.014, "merge_share": 1.30, "queries_share": -0.30, "stop_part": 0.021,
+                         "worse_share": 0.41, "better_share": 0.22}])
+    short = condition_answer(table, accounts=acc).split("<li>")[2]
+    note, why = short.find(". Not run in this condition yet: loop_question_first"), short.find("Why the agent loses")
+    assert -1 < note < why, short
+    assert not short.rstrip("</li>.").endswith("loop_question_first)")
+
+
+def test_a_pages_finding_is_read_from_its_finding_section_first(tmp_path):
+    """The index quotes a page's finding section (the cells tagged finding, shown first), not a dev
+    reading further down; a first sentence with no number takes the next one with it."""
+    from lib.report.index_page import page_finding
+
+    page = tmp_path / "09.html"
+    page.write_text('<section class="finding"><p><strong>In short.</strong> This page leads with the chosen loop '
+                    "(chosen on the dev set, below). Over 297 questions it cited the source in 89% of questions. "
+                    "More.</p></section><p><strong>Reading.</strong> On the first 60 dev questions it cited 92%.</p>")
+    assert page_finding(page) == ("This page leads with the chosen loop (chosen on the dev set, below). Over 297 "
+                                  "questions it cited the source in 89% of questions.")
+    page.write_text("<p><strong>Reading.</strong> dense reaches recall@5 0.987. It makes 1 search.</p>")
+    assert page_finding(page) == "dense reaches recall@5 0.987."
+
+
+def test_the_rendered_page_leads_with_its_finding_and_folds_code_and_settings(tmp_path):
+    """lib/report/render.py: the cell tagged finding moves up under the title and shows no code; every
+    other code input and the settings table sit in closed boxes."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from lib.report.render import render
+
+    settings = ('<table><thead><tr><th class="col_heading">setting</th><th class="col_heading">value</th></tr>'
+                "</thead><tbody><tr><td>profile</td><td>offline</td></tr></tbody></table>")
+    nb = new_notebook(cells=[
+        new_markdown_cell("# 3. A page"),
+        new_code_cell("open_page(cfg)", outputs=[new_output("display_data", data={"text/html": settings})]),
+        new_code_cell("show(table)", outputs=[new_output("display_data", data={"text/html": "<p>the big table</p>"})]),
+        new_code_cell("finding(page)", metadata={"tags": ["finding"]}, outputs=[
+            new_output("display_data", data={"text/markdown": "**Reading.** dense reaches 0.987.",
+                                             "text/plain": "x"})])])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "03_page.ipynb"
+    nbformat.write(nb, path)
+    page = render(path, tmp_path).read_text()
+    order = ["3. A page", '<section class="finding">', "dense reaches 0.987", "</section>",
+             '<details class="code"><summary>How this was computed', "open_page",
+             '<details class="settings"><summary>The settings of this run</summary>', "the big table"]
+    where = [page.find(x) for x in order]
+    assert -1 not in where and where == sorted(where), list(zip(order, where))
+    lead = page[page.find('<section class="finding">'):page.find("</section>")]
+    assert ">finding<" not in lead and "<details" not in lead  # the finding shows no code
+    assert page.count('<details class="code">') == 2 and "<details open" not in page

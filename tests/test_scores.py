@@ -142,7 +142,7 @@ def test_condition_answer_names_the_cheapest_step_worth_its_cost():
            "without one, bm25 (0.970)" in text
     assert "not run in this condition" not in text
     other = pd.DataFrame([{**table.iloc[0].to_dict(), "condition": "short questions, whole snapshot"}])
-    assert "(not run in this condition yet: rerank, bm25, agent, multiquery)" in condition_answer(
+    assert ". Not run in this condition yet: rerank, bm25, agent, multiquery" in condition_answer(
         pd.concat([table, other], ignore_index=True))
     table.loc[table.design == "agent", "mrr_at_10"] = 0.99
     assert "agent (MRR@10 0.990, 1.70 calls per question), is above the best without one, bm25" in condition_answer(table)

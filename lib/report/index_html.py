@@ -24,7 +24,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:1.2em au
          "table{border-collapse:collapse;font-size:13px}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
          "text-align:left;vertical-align:top}tr.group th{background:#f3f3f3;padding-top:8px}"
          ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}td.n{white-space:nowrap}.art{color:#666;font-size:12px}"
-         "img{max-width:100%;height:auto}"
+         "img{max-width:100%;height:auto}.compact td{white-space:nowrap}"
          ".nb h3{margin:.9em 0 .2em;font-size:1.05em}.nb p{margin:0}small{color:#666}figcaption{font-size:.9em;color:#444}"
          "figure{margin:0}")
 
@@ -47,7 +47,9 @@ def designs_html(table: pd.DataFrame, profile) -> str:
     from ..designs import design_names
 
     designs = list(design_names())
-    words = {**DESIGN_WORDS, "rerank": f"the dense top {cfg.rerank_k} reordered by "
+    chosen = f"; the loop chosen on dev (docs/loop.md), prompt {cfg.loop_prompt}" if cfg.settings.get("loop_prompt") else ""
+    words = {**DESIGN_WORDS, "loop_question_first": DESIGN_WORDS["loop_question_first"] + chosen,
+             "rerank": f"the dense top {cfg.rerank_k} reordered by "
                                        f"{rerank_short(cfg).removeprefix('a rerank step of ')}"
                                        + ("" if cfg.rerank_weights.get("cross_encoder") else
                                           " (chosen on a dev set; the article's rerank was a cross-encoder)")}

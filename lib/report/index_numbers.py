@@ -101,10 +101,12 @@ def verdict(row, metric: str, alpha: float = 0.05) -> str | None:
     delta = row.get(f"{metric}_delta")
     if p is not None and not pd.isna(p) and delta is not None and not pd.isna(delta):
         return ("better" if delta > 0 else "worse") if p < alpha and delta != 0 else "same"
-    low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
-    if low is None or high is None or pd.isna(low) or pd.isna(high):
-        return None
-    return "better" if low > 0 else ("worse" if high < 0 else "same")
+    low, high = (None if v is None or pd.isna(v) else v for v in (row.get(f"{metric}_low"), row.get(f"{metric}_high")))
+    if low is not None and low > 0:
+        return "better"
+    if high is not None and high < 0:
+        return "worse"
+    return None if low is None or high is None else "same"
 
 
 def overall(row) -> str | None:

@@ -70,9 +70,9 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     note = parts_note(cfg)
     head_img = img(headline, "every design minus dense, with its 95% range, per condition")
     study = not shows_article(cfg)  # a study of your own data: no article's figure beside its own
-    caption = ("<figcaption>Each design minus dense on the same questions, per condition: the point is the difference, "
-               "the line its 95% paired bootstrap range (2,000 resamples of the questions); circles recall@5, squares "
-               "MRR@10; orange designs called a language model, blue ones did not"
+    caption = ("<figcaption>Each design minus dense on the same questions, a row per condition and a column per measure "
+               "(every panel of a measure on one scale): the point is the difference, the line its 95% paired bootstrap "
+               "range (2,000 resamples of the questions); orange designs called a language model, blue ones did not"
                + ("." if study else "; in black, the article's published differences (its own models and questions).")
                + "</figcaption>") if head_img else ""
     article_scores = ("" if study else ' "The article\'s": its published difference from dense and range (<code>'
@@ -96,7 +96,7 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     headline_block = ""
     if not table.empty and DEFAULT_CONDITION in set(table.condition):
         headline_block = (f"<p>The {DEFAULT_CONDITION}, the article's condition (the other conditions are under \"The "
-                          "scores\" below):</p>" + _table_html(compact_table(table, cfg)))
+                          "scores\" below):</p>" + _table_html(compact_table(table, cfg), "compact"))
     others = table[table.condition != DEFAULT_CONDITION] if headline_block else table
     page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -29,7 +29,8 @@ DESIGN_WORDS = {
     "hybrid_rerank": "the hybrid top 50 reordered by the rerank step",
     "agent_rerank": "the agent's fused list reordered by the rerank step",
     "escalate": "hybrid_rerank first; the agent only where a confidence signal chosen on dev says the first pass is weak",
-    "loop": "a tool-calling loop: the model calls search and read itself and cites the papers it relies on",
+    "loop": "a tool-calling loop: the model calls search and read itself, its own first search included, and cites the "
+            "papers it relies on",
     "loop_question_first": "the tool-calling loop with the question searched first by the code, its result the "
                            "model's first tool result",
 }
