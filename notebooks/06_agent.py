@@ -63,3 +63,19 @@ shares = agent_section(cfg)
 
 # %%
 page_reranked = design_page(cfg, "agent_rerank", runs=runs)
+
+# %% [markdown]
+# ## Other merges of the same lists, beside RRF
+# The article's pilot first merged the agent's lists by the best raw score, then changed to RRF. Here
+# the same saved queries (no model call) are searched again with each condition's dense search and
+# merged by other rules (docs/merge.md): each paper's best similarity over the lists, the question's
+# list first with the new finds below, and RRF with the question's list weighted 2, 4 or 8. One rule
+# was chosen on the dev questions before any of these was scored (the escalation probe's agent queries,
+# `results/dev/merge_selection.json`); here every rule is shown in every condition, each against dense
+# on the same questions (the runs' mean per question; paired bootstrap range and the randomization
+# test's p-value, uncorrected), from `results/merges.csv` (`python scripts/select_merge.py --conditions`).
+
+# %%
+from lib.report.merges import merges_section  # noqa: E402
+
+merge_rules = merges_section(cfg)

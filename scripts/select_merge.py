@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pandas as pd  # noqa: E402
 
 from lib import pipeline  # noqa: E402
-from lib.config import ROOT, load_profile, shown_path  # noqa: E402
+from lib.config import load_profile, shown_path  # noqa: E402
 from lib.evaluation import merge_selection as sel  # noqa: E402
 from lib.evaluation import merges  # noqa: E402
 from lib.evaluation.metrics import scores_of  # noqa: E402
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
     print(f"wrote {shown_path(target)}; chosen: {choice['arm']} ({choice['why']}); dense MRR@10 {d.mrr_at_10.mean():.4f}")
     if args.conditions:
         out = merges.conditions_merges(load_profile(args.profile), chosen=choice["arm"])
-        path = ROOT / "results" / "merges.csv"
+        path = load_profile(args.profile).results_dir / "merges.csv"
         out.to_csv(path, index=False)
         print(f"wrote {shown_path(path)}: {len(out)} rows")
     return 0

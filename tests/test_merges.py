@@ -111,3 +111,25 @@ def test_merge_scores_and_table_from_saved_queries_on_a_stub_search():
     assert best.recall_at_5_delta == 0 and best.recall_at_5_p_value == 1.0
     assert t[t.merge_rule == "question_first"].chosen_on_dev.all() and not t[t.merge_rule == "rrf"].chosen_on_dev.any()
     assert set(t.run) == {"1", "mean"} and t[t.merge_rule == "rrf"].as_saved.eq(1.0).all()
+
+
+def test_findings_and_reading_name_rrf_the_choice_and_the_best_rule_per_condition():
+    from lib.report.merges import merges_reading, merges_table
+
+    def row(arm, delta, low, high, chosen=False):
+        return {"condition": "full questions", "design": "agent", "merge_rule": arm, "run": "mean", "questions": 9,
+                "chosen_on_dev": chosen, "mrr_at_10": 0.9 + delta, "mrr_at_10_dense": 0.9, "mrr_at_10_delta": delta,
+                "mrr_at_10_low": low, "mrr_at_10_high": high, "mrr_at_10_p_value": 0.01, "recall_at_5": 1.0,
+                "recall_at_5_dense": 1.0, "recall_at_5_delta": 0.0, "recall_at_5_low": 0.0, "recall_at_5_high": 0.0,
+                "recall_at_5_p_value": 1.0}
+
+    t = pd.DataFrame([row("rrf", -0.05, -0.08, -0.02), row("question_first", 0.0, 0.0, 0.0, True),
+                      row("weighted_rrf_w8", 0.01, 0.002, 0.02)])
+    f = merges.merge_findings(t)[0]
+    assert f["rrf"]["delta"] == -0.05 and f["chosen"]["arm"] == "question_first" and f["best"]["arm"] == "weighted_rrf_w8"
+    assert f["above_dense"] == ["weighted_rrf_w8"] and f["below_dense"] == ["rrf"]
+    text = merges_reading([f], None)
+    assert "−0.050 [−0.080, −0.020]" in text and "weighted RRF, w = 8, +0.010" in text and "above dense" in text
+    assert f["best_other"]["arm"] == "weighted_rrf_w8" and "the best of the others" not in text  # it is the best
+    shown = merges_table(t)
+    assert shown["merge rule"].tolist()[1] == "the question's list first (chosen on dev)"

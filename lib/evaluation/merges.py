@@ -153,3 +153,38 @@ def conditions_merges(profile, chosen: str | None = None, designs: Sequence[str]
               for cname, cp in pipeline.condition_profiles(profile).items()]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def merge_findings(table: pd.DataFrame, design: str = "agent", metric: str = "mrr_at_10") -> list[dict]:
+    """Per condition, from :func:`merge_table`'s rows over the runs' mean (``run`` "mean"): the
+    questions, RRF's difference from dense (with range and p-value), the dev choice's, the best rule
+    in that condition, the best of the rules other than RRF that let a new query's papers move above
+    the question's (``best_other``), and the rules whose range lies above or below dense (numbers; the
+    report words them)."""
+    out = []
+    if table.empty:
+        return out
+    rows = table[(table.design == design) & (table.run.astype(str) == "mean")]
+    for cond, g in rows.groupby("condition", sort=False):
+        g = g.set_index("merge_rule")
+
+        def part(arm):
+            r = g.loc[arm]
+            return {"arm": arm, "delta": float(r[f"{metric}_delta"]), "low": float(r[f"{metric}_low"]),
+                    "high": float(r[f"{metric}_high"]), "p_value": float(r[f"{metric}_p_value"]),
+                    "mean": float(r[metric])}
+
+        chosen = [a for a in g.index if bool(g.loc[a, "chosen_on_dev"])]
+
+        def best_of(arms):
+            return max(arms, key=lambda a: (round(g.loc[a, metric], 12), -ARM_NAMES.index(a) if a in ARM_NAMES else 0))
+
+        best = best_of(list(g.index))
+        moving = [a for a in g.index if a not in ("rrf", "question_first")]  # rules that let new finds move up
+        out.append({"condition": cond, "design": design, "metric": metric, "questions": int(g["questions"].iloc[0]),
+                    "dense": float(g[f"{metric}_dense"].iloc[0]), "rrf": part("rrf") if "rrf" in g.index else None,
+                    "chosen": part(chosen[0]) if chosen else None, "best": part(best),
+                    "best_other": part(best_of(moving)) if moving else None,
+                    "above_dense": [a for a in g.index if g.loc[a, f"{metric}_low"] > 0],
+                    "below_dense": [a for a in g.index if g.loc[a, f"{metric}_high"] < 0]})
+    return out
