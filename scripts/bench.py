@@ -5,8 +5,13 @@ ARGS=--save` or `make bench SAVE=1`) does it write the committed results/bench.j
 report's speed table shows. Each figure is a median over repeated runs with its spread; variants
 compared with each other are measured in the same run. Usage: python scripts/bench.py [--save] [--report]
 (--report also times `make report` re-rendering from saved results, twice: cold and warm;
---search-only, --snapshot-only and --report-only time one part again and keep the rest, taken from the
-file it writes to when that exists, else from results/bench.json).
+--search-only, --snapshot-only, --llm-only and --report-only time one part again and keep the rest, taken
+from the file it writes to when that exists, else from results/bench.json).
+
+The local model (--llm, part of the full run when `make local-llm` installed it): llama.cpp's own prompt
+and generation speed, and each LLM design's last BENCH_LLM_CALLS (default 8) recorded requests through the
+project's call path with prefix reuse and without, their ratio to the llama.cpp bound, and whether each
+reply is the recorded one (llm_bench). The machine's load average is written beside each figure.
 
 Dense search at scale runs only when asked, and alone (the rest kept as with --*-only):
 ``--scale 100000,1000000`` times numpy exact, faiss-flat and faiss-hnsw over that many synthetic 384-d
@@ -20,6 +25,7 @@ words drawn from the snapshot abstracts' word frequencies: build, size on disk, 
 back memory-mapped, query latency, and whether a query made of one chunk's words finds it.
 ``make bench ARGS="--scale 100000"``.
 """
+import importlib.util
 import json
 import os
 import platform
@@ -133,6 +139,122 @@ def snapshot_vocabulary():
     return collection_vocabulary([paper_text(p) for p in papers])
 
 
+# the designs whose model calls `make bench` measures, and the record kind each makes
+LLM_DESIGNS = {"agent": "agent", "multiquery": "rewrite", "loop": "loop_question_first"}
+
+
+def llm_bench(n_calls: int, log=print) -> dict:
+    """The local model on this machine (docs/speed.md, "LLM calls"), in one run so the ratios are
+    meaningful on a shared machine, with the load average beside each figure:
+
+    * llama.cpp's own prompt-processing and generation speed (``llama_perf_context``) on a real agent
+      prompt, before and after the calls;
+    * for each design, its last ``n_calls`` recorded requests (in the order they were made, the one
+      before them sent first, untimed, so llama.cpp holds what it held then) through the project's
+      call path (``LocalBackend.complete``), with prefix reuse and again without: seconds per call,
+      the ratio to the llama.cpp bound, the share of prompt tokens taken from the cache, and whether
+      each reply is the recorded one and the same with and without prefix reuse;
+    * the share of prompt tokens a prefix cache could skip over every recorded call of each kind.
+    """
+    import gc
+
+    import numpy as np
+    from llama_cpp import Llama
+
+    from lib.llm import RecordStore
+    from lib.llm.base import LLMRequest
+    from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LocalBackend, llama_speed, local_model, prompt_tokens
+    from lib.llm.records import records_dir
+    from lib.report.bench import llm_call_figures, prefix_share
+
+    model = local_model(DEFAULT_LOCAL_MODEL)
+    store = RecordStore(records_dir("local", model.name))
+    records = {kind: list(store.records(kind).values()) for kind in LLM_DESIGNS.values()}
+    steps: dict = {}
+
+    def load() -> list[float]:
+        return [round(x, 2) for x in os.getloadavg()]
+
+    # --- the share of prompt tokens a prefix cache could skip, over every recorded call
+    vocab = Llama(model_path=str(model.file), vocab_only=True, verbose=False)
+    for design, kind in LLM_DESIGNS.items():
+        seq = [(prompt_tokens(vocab, LLMRequest.from_record(r)),
+                vocab.tokenize(r["response"]["text"].encode("utf-8"), add_bos=False, special=True)) for r in records[kind]]
+        share = prefix_share(seq)
+        steps[f"llm_prefix_{design}"] = {**share, "kind": kind, "summary": (
+            f"{share['share']:.0%} of the prompt tokens of {share['calls']:,} recorded {kind} calls could be taken "
+            f"from a prefix cache (each call's common prefix with the one before)")}
+        log(f"prefix {design}: {steps[f'llm_prefix_{design}']['summary']}")
+    del vocab
+
+    # --- llama.cpp's own speed, on the prompt of the last recorded agent call
+    backend = LocalBackend(model.name)
+    probe = LLMRequest.from_record(records["agent"][-1])
+    tokens = prompt_tokens(backend._llm("speed"), probe)
+    speeds = []
+    for when in ("before", "after"):
+        if when == "after":
+            backend = LocalBackend(model.name)
+        llm = backend._llm("speed")
+        at = load()
+        sp = llama_speed(llm, tokens, n_gen=32, repeats=2)
+        speeds.append({**sp, "when": when, "loadavg": at})
+        log(f"llama.cpp speed ({when}): prompt {sp['pp_tokens_per_s']:.1f} tok/s, generation {sp['tg_tokens_per_s']:.1f} "
+            f"tok/s (load {at})")
+        if when == "before":
+            # --- the call path, design by design, with prefix reuse and without
+            for design, kind in LLM_DESIGNS.items():
+                recs = records[kind][-(n_calls + 1):]
+                requests = [LLMRequest.from_record(r) for r in recs]
+                row: dict = {"kind": kind, "loadavg_before": load()}
+                replies = {}
+                for mode, cache in (("prefix", True), ("no_prefix", False)):
+                    b = LocalBackend(model.name, prefix_cache=cache)
+                    if cache:
+                        b.complete(requests[0])  # untimed: llama.cpp holds what it held before these calls
+                    calls, texts = [], []
+                    for req in requests[1:]:
+                        r = b.complete(req)
+                        calls.append(dict(b.last_call))
+                        texts.append(r.text)
+                    replies[mode] = texts
+                    row[mode] = {"calls": calls}
+                    del b
+                    gc.collect()
+                row["loadavg_after"] = load()
+                recorded = [r["response"]["text"] for r in recs[1:]]
+                row["replies"] = {"n": len(recorded),
+                                  "prefix_equals_recorded": sum(a == b for a, b in zip(replies["prefix"], recorded)),
+                                  "no_prefix_equals_recorded": sum(a == b for a, b in zip(replies["no_prefix"], recorded)),
+                                  "prefix_equals_no_prefix": sum(a == b for a, b in zip(replies["prefix"], replies["no_prefix"]))}
+                steps[f"llm_call_{design}"] = row
+                log(f"{design}: {len(recorded)} calls measured (load {row['loadavg_before']} -> {row['loadavg_after']}); "
+                    f"replies {row['replies']}")
+        del llm
+        gc.collect()
+    pp = float(np.median([s["pp_tokens_per_s"] for s in speeds]))
+    tg = float(np.median([s["tg_tokens_per_s"] for s in speeds]))
+    steps["llm_llama_speed"] = {
+        "pp_tokens_per_s": pp, "tg_tokens_per_s": tg, "runs": speeds, "threads": backend.n_threads,
+        "summary": f"prompt {pp:.1f} tok/s, generation {tg:.1f} tok/s (llama.cpp's own timings, {backend.n_threads} "
+                   f"threads, median of before and after the calls; load average "
+                   f"{speeds[0]['loadavg'][0]:.1f} and {speeds[-1]['loadavg'][0]:.1f})"}
+    for design in LLM_DESIGNS:
+        row = steps[f"llm_call_{design}"]
+        for mode in ("prefix", "no_prefix"):
+            row[mode].update(llm_call_figures(row[mode]["calls"], pp, tg))
+        f, g, rep = row["prefix"], row["no_prefix"], row["replies"]
+        row["summary"] = (
+            f"{f['median_s']:.1f} s per call ({f['median_prompt_tokens']:.0f} prompt / {f['median_output_tokens']:.0f} "
+            f"output tokens), {f['ratio_to_bound']:.2f}x the llama.cpp bound ({f['median_bound_s']:.1f} s), "
+            f"{f['ratio_to_bound_evaluated']:.2f}x the bound of the tokens evaluated; {f['reused_share']:.0%} of the "
+            f"prompt taken from the prefix cache; without it {g['median_s']:.1f} s ({g['ratio_to_bound']:.2f}x); "
+            f"replies as recorded {rep['prefix_equals_recorded']}/{rep['n']} with prefix reuse, "
+            f"{rep['no_prefix_equals_recorded']}/{rep['n']} without; load {row['loadavg_before'][0]:.1f}-"
+            f"{row['loadavg_after'][0]:.1f}")
+    return steps
+
+
 def main(argv: list[str]) -> None:
     import numpy as np
     import torch
@@ -174,8 +296,20 @@ def main(argv: list[str]) -> None:
     elif "--snapshot-only" in argv and BENCH.exists():  # keep the rest, time the whole-snapshot steps again
         out = json.loads(BENCH.read_text())
         argv.append("--snapshot")
+    elif "--llm-only" in argv and BENCH.exists():  # keep the rest, measure the local model again
+        out = json.loads(BENCH.read_text())
+        argv.append("--llm")
     else:
-        argv += ["--models", "--search", "--snapshot"]
+        argv += ["--models", "--search", "--snapshot", "--llm"]
+
+    if "--llm" in argv:  # the local model: llama.cpp's own speed against the project's call path
+        from lib.llm.local_backend import LOCAL_MODEL_FILE
+
+        if importlib.util.find_spec("llama_cpp") is None or not LOCAL_MODEL_FILE.exists():
+            print("local model not installed (make local-llm): its speed is not measured")
+        else:
+            out["steps"].update(llm_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
+                                          log=lambda m: print("  " + m, flush=True)))
 
     if "--models" in argv:  # embedding, dense search and rerank variants, measured in one run
         # --- embedding throughput

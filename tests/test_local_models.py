@@ -2,14 +2,16 @@
 and sha256-checked when joined; an unknown name is refused, never run as another model."""
 import dataclasses
 import importlib.util
+import json
 
 import pytest
 
 from lib.config import load_profile
 from lib.errors import ProfileError
-from lib.llm import LLMError
+from lib.llm import LLMError, LLMRequest
 from lib.llm import local_backend as lb
 from lib.preflight import preflight
+from lib.report.bench import common_prefix, llm_call_figures, prefix_share
 
 SMALL = "qwen2.5-coder-0.5b-instruct-awq-q4_k_m"
 
@@ -41,3 +43,89 @@ def test_the_small_model_joins_to_its_checksum(tmp_path):
     out = lb.join_local_model(tmp_path / "small.gguf", model=SMALL)
     assert out.stat().st_size == 491400064 and lb._sha256(out) == lb.LOCAL_MODELS[SMALL].sha256
     assert out.read_bytes()[:4] == b"GGUF"
+
+
+# ------------------------------------------------------------------------------ prefix reuse and the bench's figures
+RECORDS = lb.ROOT / "data" / "llm_records" / f"local__{lb.DEFAULT_LOCAL_MODEL}"
+KINDS = ("agent", "rewrite", "loop_question_first")
+
+
+def recorded(kind: str, n: int | None = None) -> list[dict]:
+    with open(RECORDS / f"{kind}.jsonl") as fh:
+        recs = [json.loads(line) for line in fh]
+    return recs if n is None else recs[-n:]
+
+
+def test_a_record_gives_back_the_request_it_was_made_for():
+    for kind in KINDS:
+        for rec in recorded(kind, 50):
+            assert LLMRequest.from_record(rec).key() == rec["key"]
+    rec = recorded("rewrite", 1)[0]
+    rec["request"]["max_tokens"] += 1
+    with pytest.raises(ValueError, match=f"record {rec['key'][:12]} \\('rewrite'\\)"):
+        LLMRequest.from_record(rec)
+
+
+def test_the_share_a_prefix_cache_could_skip():
+    # the second prompt extends the first call's prompt and reply; the third shares two tokens; the fourth
+    # is the third's prompt again (its reply empty): all of it cached but the one token llama.cpp evaluates again
+    calls = [([1, 2, 3, 4], [9]), ([1, 2, 3, 4, 9, 5], [7]), ([1, 2, 8], []), ([1, 2, 8], [6])]
+    share = prefix_share(calls)
+    assert (share["prompt_tokens"], share["could_skip"]) == (16, 0 + 5 + 2 + 2)
+    assert common_prefix([1, 2, 3], [1, 2, 4, 5]) == 2 and common_prefix([], [1]) == 0
+
+
+def test_a_calls_time_against_the_llama_cpp_bound():
+    calls = [{"wall_s": 6.0, "prompt_tokens": 100, "output_tokens": 10, "reused": 80, "prompt_eval_s": 1.0, "gen_s": 2.0},
+             {"wall_s": 4.0, "prompt_tokens": 300, "output_tokens": 20, "reused": 0, "prompt_eval_s": 3.0, "gen_s": 0.5}]
+    f = llm_call_figures(calls, pp_per_s=100.0, tg_per_s=10.0)
+    # bounds: 1 + 1 = 2 s and 3 + 2 = 5 s (all prompt tokens); 0.2 + 1 = 1.2 s and 5 s (the tokens evaluated)
+    assert f["median_bound_s"] == pytest.approx(3.5) and f["ratio_to_bound"] == pytest.approx((3.0 + 0.8) / 2)
+    assert f["ratio_to_bound_evaluated"] == pytest.approx((5.0 + 0.8) / 2)
+    assert f["reused_share"] == pytest.approx(80 / 400) and f["median_outside_llama_s"] == pytest.approx((3.0 + 0.5) / 2)
+
+
+class CountingLlama:
+    """Stands in for llama_cpp.Llama: counts resets, answers every call the same."""
+
+    def __init__(self, **kwargs):
+        self.resets, self.input_ids, self.n_tokens = 0, [], 0
+
+    def reset(self):
+        self.resets += 1
+
+    def create_chat_completion(self, messages, **kwargs):
+        return {"choices": [{"message": {"content": "q"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+
+@pytest.mark.parametrize("setting, env, resets", [(True, None, 0), (False, None, 2), (None, "0", 2), (None, None, 0)])
+def test_prefix_reuse_is_a_setting_outside_the_request(monkeypatch, tmp_path, setting, env, resets):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    monkeypatch.setattr(llama_cpp, "Llama", CountingLlama)
+    if env is None:
+        monkeypatch.delenv("LOCAL_LLM_PREFIX_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_LLM_PREFIX_CACHE", env)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"gguf")
+    backend = lb.LocalBackend("qwen", model_path=model, n_threads=1, prefix_cache=setting)
+    request = LLMRequest("rewrite", "s", (("user", "q"),), 8, temperature=0.3)
+    for _ in range(2):
+        assert backend.complete(request).text == "q"
+    assert backend._llm("rewrite").resets == resets  # off: every call evaluates its whole prompt
+    assert backend.last_call["prompt_tokens"] == 3
+
+
+needs_model = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or not lb.LOCAL_MODEL_FILE.exists(),
+                                 reason="the local model is not installed (make local-llm)")
+
+
+@needs_model
+def test_the_prompt_tokens_are_those_llama_cpp_counted():
+    from llama_cpp import Llama
+
+    vocab = Llama(model_path=str(lb.LOCAL_MODEL_FILE), vocab_only=True, verbose=False)
+    for kind in KINDS:
+        for rec in recorded(kind, 10):
+            assert len(lb.prompt_tokens(vocab, LLMRequest.from_record(rec))) == rec["response"]["tokens_in"]

@@ -70,6 +70,19 @@ class LLMRequest:
         text = json.dumps(blob, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    @classmethod
+    def from_record(cls, rec: dict) -> "LLMRequest":
+        """The request a record was made for (``lib/llm/records.py``: its kind, run and request), with
+        the same key; a record whose request does not give back its key is an error naming it."""
+        r = rec["request"]
+        messages = tuple((role, content if isinstance(content, str) else tuple(content)) for role, content in r["messages"])
+        tools = r.get("tools")
+        request = cls(rec["kind"], r["system"], messages, r["max_tokens"], r["temperature"], rec.get("run", 1),
+                      r.get("grammar"), tools=None if tools is None else tuple(tools), tool_choice=r.get("tool_choice"))
+        if request.key() != rec["key"]:
+            raise ValueError(f"record {rec['key'][:12]} ({rec['kind']!r}): its request gives key {request.key()[:12]}")
+        return request
+
     def __hash__(self) -> int:  # content blocks are dicts: hash by the key
         return hash(self.key())
 

@@ -100,9 +100,16 @@ N_CTX_BY_KIND = {"loop": 8192, "loop_question_first": 8192}
 class LocalBackend:
     """A GGUF instruction model run by llama-cpp-python on the CPU.
 
-    One ``Llama`` object is kept per request kind and never reset, so the shared prompt prefix
-    (system prompt and examples) is processed once; outputs are bounded by ``max_tokens`` and
+    One ``Llama`` object is kept per request kind; outputs are bounded by ``max_tokens`` and
     constrained by the request's GBNF grammar.
+
+    **Prefix reuse** (``prefix_cache``, default on; ``LOCAL_LLM_PREFIX_CACHE=0`` turns it off): the
+    kind's ``Llama`` is not reset between calls, so llama.cpp keeps the KV state of the last prompt
+    and reply and evaluates only what follows the longest prefix the new prompt shares with them
+    (``Llama.generate``): the system prompt and worked examples once per kind, a loop's earlier
+    turns once per question. Off, every call is reset first and evaluates its whole prompt. Neither
+    enters the request key. ``last_call`` holds the last call's token counts and llama.cpp's own
+    timings (``llama_perf_context``): what ``make bench`` compares with llama.cpp's speed.
 
     Tool-calling turns (requests with ``tools``): the conversation is read as text
     (:func:`lib.llm.tools.chat_messages`), the grammar-constrained reply ``{"tool": NAME, ...}`` is
@@ -114,7 +121,7 @@ class LocalBackend:
     name = "local"
 
     def __init__(self, model: str, model_path: Path | None = None, n_threads: int | None = None,
-                 n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None):
+                 n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None, prefix_cache: bool | None = None):
         try:
             import llama_cpp  # noqa: F401
         except ImportError as exc:
@@ -126,8 +133,11 @@ class LocalBackend:
         self.n_threads = n_threads or int(os.environ.get("LOCAL_LLM_THREADS", 0)) or min(2, os.cpu_count() or 1)
         self.n_ctx = n_ctx
         self.n_ctx_by_kind = dict(N_CTX_BY_KIND if n_ctx_by_kind is None else n_ctx_by_kind)
+        self.prefix_cache = (os.environ.get("LOCAL_LLM_PREFIX_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
+                             if prefix_cache is None else bool(prefix_cache))
         self._llms: dict[str, Any] = {}
         self._grammars: dict[str, Any] = {}
+        self.last_call: dict[str, Any] = {}
 
     def _llm(self, kind: str):
         if kind not in self._llms:
@@ -147,18 +157,17 @@ class LocalBackend:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         llm = self._llm(request.kind)
-        if request.tools is not None:
-            messages = chat_messages(request.system, request.messages)
-        else:
-            messages = ([{"role": "system", "content": request.system}] if request.system else []) + \
-                       [{"role": r, "content": c} for r, c in request.messages]
+        messages = chat_request_messages(request)
         kwargs: dict[str, Any] = {"max_tokens": request.max_tokens, "temperature": request.temperature,
                                   "seed": request.seed()}
         if request.temperature == 0:
             kwargs["top_k"] = 1
         if request.grammar:
             kwargs["grammar"] = self._grammar(request.grammar)
-        before = _evaluated(llm) if request.tools is not None else []
+        if not self.prefix_cache:
+            llm.reset()  # the whole prompt is evaluated: the reply depends on the request alone
+        before = _evaluated(llm)
+        _perf_reset(llm)
         start = time.perf_counter()
         try:
             out = llm.create_chat_completion(messages=messages, **kwargs)
@@ -167,6 +176,10 @@ class LocalBackend:
                            f"{exc}") from exc
         latency = time.perf_counter() - start
         usage = out.get("usage", {})
+        prompt_tokens = int(usage.get("prompt_tokens", 0))
+        self.last_call = {"prompt_tokens": prompt_tokens, "output_tokens": int(usage.get("completion_tokens", 0)),
+                          "reused": _reused(before, _evaluated(llm), prompt_tokens), "wall_s": latency,
+                          **_perf(llm)}
         choice = out["choices"][0]
         text = choice["message"]["content"] or ""
         response = LLMResponse(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
@@ -177,8 +190,89 @@ class LocalBackend:
             response.tool_calls = [call] if call else []
             response.stop_reason = ("max_tokens" if choice.get("finish_reason") == "length" else
                                     "tool_use" if call else "end_turn")
-            response.prompt_tokens_reused = _reused(before, _evaluated(llm), response.tokens_in)
+            response.prompt_tokens_reused = self.last_call["reused"]
         return response
+
+
+def chat_request_messages(request: LLMRequest) -> list[dict]:
+    """The chat messages the local backend sends for a request: a tool-calling turn's conversation
+    as text (:func:`lib.llm.tools.chat_messages`), else the system prompt and the (role, text) turns."""
+    if request.tools is not None:
+        return chat_messages(request.system, request.messages)
+    return ([{"role": "system", "content": request.system}] if request.system else []) + \
+        [{"role": r, "content": c} for r, c in request.messages]
+
+
+def prompt_tokens(llm: Any, request: LLMRequest) -> list[int]:
+    """The prompt tokens llama.cpp evaluates for a request (the model's GGUF chat template applied and
+    tokenized as ``create_chat_completion`` does), without evaluating them: ``llm`` may be a
+    ``Llama(..., vocab_only=True)``."""
+    result = _formatter(llm)(messages=chat_request_messages(request))
+    return llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+
+
+_FORMATTERS: dict[tuple, Any] = {}
+
+
+def _formatter(llm: Any):
+    """The chat formatter ``create_chat_completion`` uses for this model (its GGUF chat template),
+    made once per template."""
+    from llama_cpp import llama_chat_format
+
+    template = llm.metadata["tokenizer.chat_template"]
+    eos = llm._model.token_get_text(llm.token_eos())
+    bos = llm._model.token_get_text(llm.token_bos())
+    key = (template, eos, bos, llm.token_eos())
+    if key not in _FORMATTERS:
+        _FORMATTERS[key] = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
+                                                                 stop_token_ids=[llm.token_eos()])
+    return _FORMATTERS[key]
+
+
+def _perf_reset(llm: Any) -> None:
+    ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
+    if ctx is not None:
+        import llama_cpp
+
+        llama_cpp.llama_perf_context_reset(ctx)
+
+
+def _perf(llm: Any) -> dict[str, float]:
+    """llama.cpp's own timings since the last reset (``llama_perf_context``): prompt tokens it
+    evaluated and their milliseconds, tokens it generated and theirs ({} where there are none)."""
+    ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
+    if ctx is None:
+        return {}
+    import llama_cpp
+
+    p = llama_cpp.llama_perf_context(ctx)
+    return {"prompt_eval_tokens": int(p.n_p_eval), "prompt_eval_s": p.t_p_eval_ms / 1000,
+            "gen_tokens": int(p.n_eval), "gen_s": p.t_eval_ms / 1000}
+
+
+def llama_speed(llm: Any, tokens: list[int], n_gen: int = 32, repeats: int = 2) -> dict[str, Any]:
+    """llama.cpp's own prompt-processing and generation speed on this machine (tokens per second,
+    from ``llama_perf_context``, which counts batch decodes as prompt and one-token decodes as
+    generation): ``tokens`` evaluated from an empty cache, then ``n_gen`` tokens generated greedily
+    (top_k 1, no grammar), ``repeats`` times; the fastest of each kept (the least disturbed by other jobs)."""
+    import llama_cpp
+
+    ctx = llm._ctx.ctx
+    pp, tg = [], []
+    for _ in range(repeats):
+        llm.reset()
+        llama_cpp.llama_perf_context_reset(ctx)
+        n = 0
+        for _tok in llm.generate(tokens, top_k=1, temp=0.0, reset=True):
+            n += 1
+            if n >= n_gen:
+                break
+        p = llama_cpp.llama_perf_context(ctx)
+        pp.append(p.n_p_eval / (p.t_p_eval_ms / 1000))
+        tg.append(p.n_eval / (p.t_eval_ms / 1000))
+    llm.reset()
+    return {"pp_tokens_per_s": max(pp), "tg_tokens_per_s": max(tg), "pp_runs": pp, "tg_runs": tg,
+            "prompt_tokens": len(tokens), "gen_tokens": n_gen}
 
 
 def _evaluated(llm: Any) -> list[int]:

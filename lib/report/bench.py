@@ -227,3 +227,59 @@ def collection_vocabulary(texts: Sequence[str], top: int = 50_000) -> tuple[list
     counts = Counter(w for t in texts for w in token.findall(t.lower()))
     common = counts.most_common(top)
     return [w for w, _ in common], [c for _, c in common]
+
+
+# ------------------------------------------------------------------ the local LLM (`make bench`, its --llm part)
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def prefix_share(calls: Sequence[tuple[Sequence[int], Sequence[int]]]) -> dict:
+    """Of the prompt tokens of consecutive calls of one kind (``(prompt tokens, reply tokens)`` in the
+    order they were made), the share a prefix cache could skip: each prompt's longest common prefix
+    with the previous call's prompt and reply (what llama.cpp holds after it), less the one token
+    llama.cpp evaluates again when a whole prompt is cached."""
+    total = skip = 0
+    held: Sequence[int] = ()
+    for prompt, reply in calls:
+        total += len(prompt)
+        skip += min(common_prefix(held, prompt), max(len(prompt) - 1, 0))
+        held = list(prompt) + list(reply)
+    return {"calls": len(calls), "prompt_tokens": total, "could_skip": skip,
+            "share": skip / total if total else float("nan")}
+
+
+def call_bound_s(prompt_tokens: int, output_tokens: int, pp_per_s: float, tg_per_s: float) -> float:
+    """The llama.cpp bound of one call: its prompt tokens at llama.cpp's prompt speed plus its output
+    tokens at its generation speed."""
+    return prompt_tokens / pp_per_s + output_tokens / tg_per_s
+
+
+def llm_call_figures(calls: Sequence[dict], pp_per_s: float, tg_per_s: float) -> dict:
+    """Medians over one design's measured calls (each: ``wall_s``, ``prompt_tokens``, ``output_tokens``,
+    ``reused``, llama.cpp's ``prompt_eval_s`` and ``gen_s``): seconds per call, the bound (all prompt
+    tokens; only the tokens evaluated), the ratio of each call's time to each bound, the share of
+    prompt tokens taken from the cache, and the time outside llama.cpp's own evaluation."""
+    def med(xs):
+        return float(np.median(xs)) if len(xs) else float("nan")
+
+    wall = [c["wall_s"] for c in calls]
+    full = [call_bound_s(c["prompt_tokens"], c["output_tokens"], pp_per_s, tg_per_s) for c in calls]
+    evaluated = [call_bound_s(c["prompt_tokens"] - c["reused"], c["output_tokens"], pp_per_s, tg_per_s) for c in calls]
+    outside = [c["wall_s"] - c.get("prompt_eval_s", 0.0) - c.get("gen_s", 0.0) for c in calls]
+    prompt = sum(c["prompt_tokens"] for c in calls)
+    return {"calls": len(calls), "median_s": med(wall), "p90_s": float(np.quantile(wall, 0.9)) if wall else float("nan"),
+            "median_prompt_tokens": med([c["prompt_tokens"] for c in calls]),
+            "median_output_tokens": med([c["output_tokens"] for c in calls]),
+            "median_bound_s": med(full), "ratio_to_bound": med([w / b for w, b in zip(wall, full)]),
+            "median_bound_evaluated_s": med(evaluated),
+            "ratio_to_bound_evaluated": med([w / b for w, b in zip(wall, evaluated)]),
+            "reused_share": sum(c["reused"] for c in calls) / prompt if prompt else float("nan"),
+            "median_outside_llama_s": med(outside)}
