@@ -16,39 +16,38 @@
 # %% [markdown]
 # # 12. Why the LLM designs lose
 #
-# *When the agent, multi-query or the loop ranks the source paper below plain dense search, what
-# takes it down: the decision to search again, the queries the model writes, or the merge of the lists?*
+# *When the agent, multi-query or the loop ranks the source paper below plain dense search, which of its
+# parts takes it down: the decision to search again, the queries the model writes, the merge of the
+# lists, or (the tool-calling loop) the citations it puts first? And what would it take to win?*
 #
 # The published study read its agent's changed questions by hand and concluded that terms guessed
 # from the model's memory of the field named other work, and that the fusion then put those papers
-# above the right one. Its agent stopped after one search on about 59% of the questions and used all
-# three on about 26%. This page measures each step of that reading from the saved records, in every
-# condition, with no model call: every query a design wrote is searched again, alone, with the
-# condition's own dense search (depth 50), and the lists are taken apart.
+# above the right one. This page measures each part from the saved records, in every condition, with no
+# model call: every query a design wrote is searched again with the condition's own dense search (depth
+# 50; the lists are kept on disk, so a re-render searches nothing), and each saved result is rebuilt with
+# each part either as run or at a **neutral** setting:
 #
-# 1. **The stop judgement** (the agent). After each search the model sees the question and the top 5
-#    titles of every search so far, and stops or writes a new query. For each decision it made: was
-#    the source among those titles, and did it stop or search again? A search made after the source was
-#    shown can only add papers that compete with it in the fusion; a stop made without it ends the hunt.
-# 2. **The queries.** For each model-written query: the source's rank under that query alone against its
-#    rank under the question as written (better, same, worse, or missing from both top 50s), and the
-#    words the query added (lowercased word tokens not in the question, English stop words removed):
-#    which added words were most frequent among the queries that made the rank worse, and among those
-#    that made it better, counted rather than read.
-# 3. **The merge.** The design's fused list against the best single list among the same searches
-#    (picked knowing the source, so a ceiling, not a method) and against the question's own list.
-#    For the agent and multi-query the question is one of the searches, so whatever the fused list
-#    loses against its best list is the fusion's doing.
-# 4. **Ceilings.** An oracle-stop agent: the same queries in the same order, stopping exactly when the
-#    source is among the shown titles (only the lists up to that search are fused). And a
-#    one-extra-search bound: the best rank that the question or any one of the design's own queries
-#    reached.
+# - **the stop judgement** (the agent, the loops): neutral is an oracle stop over the same queries: the
+#   searches up to the first whose shown titles (the top 5 of every search so far) hold the source;
+# - **the queries**: neutral is each model-written query's list *levelled*: every relevant paper put at
+#   its rank under the question as written, the rest of the list unchanged (a worse query is blamed, a
+#   better one credited);
+# - **the merge**: neutral is the question's own list first, the other lists' new finds below it (a rule
+#   that keeps what the question found); the design's rule is reciprocal rank fusion;
+# - **citations put first** (the loops): neutral is the list without its citations put first.
 #
-# Scores are recall@5 and MRR@10; every comparison is paired by question (the mean over runs first),
-# with the profile's bootstrap (95% percentile range). Only complete runs are used (every scored
-# question answered); a run stopped part-way is named below as not scored. The tool-calling loop puts
-# the papers it cites first and never searches the question as written: its "searches" are the ones it
-# called, and its oracle stop fuses those without its citations.
+# With every part neutral the list is dense's, so the loss against dense is split exactly among the parts
+# by the **Shapley value** (each part's effect averaged over every order of switching the parts from
+# neutral to as run; per question-run, then runs averaged per question, then over questions). An effect
+# that needs several parts at once is shared equally among them: a further search made after the source
+# was shown hurts only if its query ranks the source worse *and* RRF blends it in, so the stop judgement,
+# the queries and the merge each carry a third of it. The method, the neutrals and why: docs/why.md.
+#
+# Then **what it would take**: stop judges of given accuracy and query writers of a given share of better
+# queries, simulated over the same records (exact expectations), against dense, with today's two local
+# models placed by their measured accuracy. Last, **the two-part loop**: where the second paper was lost.
+# The residual tables of the earlier analysis (the fused list against the best single list) follow as
+# measurements, not as causes.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -60,17 +59,30 @@ from IPython.display import Markdown, display
 
 from lib import pipeline
 from lib.config import notebook_profile
-from lib.evaluation import loss
+from lib.evaluation import attribution, breakeven, loss
 from lib.io import write_text
-from lib.report import index_page
+from lib.report import index_page, why, why_plots
 from lib.report.display import safe_table
+from lib.report.model_size import model_label
 from lib.report.pages import open_page, reading
 
 cfg = notebook_profile(globals())
 open_page(cfg, "rrf_k", "agent_max_searches", "loop_search_k")
-losses = loss.conditions_loss(cfg)
+records = loss.conditions_records(cfg)          # every condition's records, the re-searched lists cached on disk
+attr, attr_rows = attribution.conditions_table(records)   # cached by the records' and the code's digest
+items = breakeven.conditions_break_even(records)          # cached likewise
+be_table = breakeven.summary_table(items)
+losses = loss.conditions_loss(cfg, records=records)
 done = [x for x in losses if x.analysed]
 DEFAULT = "full questions"
+conditions = sorted(dict.fromkeys(attr.condition) if not attr.empty else [], key=lambda c: c != DEFAULT)
+designs = list(dict.fromkeys(attr.design)) if not attr.empty else []
+out_dir = pipeline.results_dir(cfg)
+# saved for the report's index: the attribution (its "why" per condition) and the break-even (its reading);
+# the old residual account is still written for the index until it reads the attribution
+write_text(out_dir / why.ATTRIBUTION_CSV, attr.to_csv(index=False))
+write_text(out_dir / why.BREAK_EVEN_CSV, be_table.to_csv(index=False))
+write_text(out_dir / index_page.LOSS_ACCOUNT, loss.account_table(losses, "mrr_at_10").to_csv(index=False))
 
 
 def say(text):
@@ -87,12 +99,21 @@ def ranged(df, pairs):
     return out
 
 
+# %% tags=["finding"]
+if conditions:
+    say("**Finding.** Each LLM design's loss against dense, split among its parts (Shapley, over counterfactuals from "
+        "the saved records), and what a stop judge or query writer would need to match dense:\n\n"
+        + "\n".join(why.condition_finding(attr, be_table, c, designs) for c in conditions))
+else:
+    reading("No complete run of any LLM design in any condition: nothing to take apart.")
+
 # %% [markdown]
 # ## What was analysed
 # Per condition and design: the complete runs analysed, the runs not scored and why, and two checks
 # that searching again reproduces the saved runs: the share of results whose saved ranked list the
 # searches rebuild exactly (the fusion, and for the loop its citations first), and the share of
-# questions whose saved dense list the question's search rebuilds.
+# questions whose saved dense list the question's search rebuilds. Where a rebuild differs, the
+# attribution takes the saved list as the design's (its shares still sum to the saved loss).
 
 # %%
 status = loss.status_table(losses)
@@ -100,12 +121,102 @@ display(safe_table(status).format({"saved list rebuilt": "{:.1%}", "dense run re
         .hide(axis="index"))
 missing = [x for x in losses if not x.analysed]
 if missing:
-    say("Not analysed: " + "; ".join(f"{loss.DESIGN_WORDS[x.design]} in {x.condition} ({x.status}"
+    say("Not analysed: " + "; ".join(f"{why.DESIGN_WORDS[x.design]} in {x.condition} ({x.status}"
                                      + (f": {'; '.join(x.not_scored)}" if x.not_scored else "") + ")"
                                      for x in missing) + ".")
 
 # %% [markdown]
-# ## 1. The stop judgement
+# ## 1. Which part costs what: the attribution
+# Per condition and design, in MRR@10 then recall@5: dense, the design as run, the loss (dense − design)
+# and each part's Shapley share of it (points; they add up to the loss; a negative share is a gain). Then
+# *fix*: what making that part alone neutral would recover (the others as run; these overlap and do not
+# add up). *below*: question-runs ranked below dense.
+
+# %%
+if attr.empty:
+    say("No complete run of any LLM design in any condition: nothing to take apart.")
+else:
+    shares = ["stop", "queries", "merge", "citations", "start"]
+    fixes = [c for c in attr.columns if c.startswith("fix_")]
+    cols = ["condition", "design", "metric", "questions", "below", "dense", "run", "loss", *shares, *fixes, "rebuilt"]
+    display(safe_table(attr[cols]).format({c: "{:+.3f}" for c in ["loss", *shares, *fixes]}
+                                    | {"dense": "{:.3f}", "run": "{:.3f}", "rebuilt": "{:.1%}"}, na_rep="—")
+            .hide(axis="index"))
+    display(why_plots.shares_chart(attr, cfg.figures_dir / f"{cfg.name}_why_shares.png"))
+    for c in conditions:
+        for d in designs:
+            text = why.attribution_reading(attr, c, d)
+            if text:
+                say(text)
+
+# %% [markdown]
+# Recounted from the saved lists alone (no search again): the agent's losing question-runs, and how many
+# had the source in the first search's top 5 and searched again; the question-first loop's losing
+# questions with a wrong citation at rank 1.
+
+# %%
+for c in conditions:
+    rec = records[c]
+    dense_lists = rec.dense or {}
+    agent_res, loop_res = rec.runs.get("agent", ([], []))[0], rec.runs.get("loop_question_first", ([], []))[0]
+    qids = {q.qid for q in rec.questions}
+    if not dense_lists or not qids <= set(dense_lists):
+        continue
+    a = attribution.agent_recount(agent_res, rec.questions, dense_lists) if agent_res else None
+    lp = attribution.loop_recount(loop_res, rec.questions, dense_lists) if loop_res else None
+    text = why.recount_reading(a, lp, c)
+    if text:
+        say(text)
+
+# %% [markdown]
+# ## 2. What it would take to win: break-even
+# Left: the agent minus dense (MRR@10) as a simulated stop judge grows more accurate (on the curve it stops
+# when the source is shown and searches on when it is not, each with the accuracy on the x axis; the
+# queries are the saved ones, and where the model wrote no further query the judge must stop). At 1 it is
+# the oracle stop: the ceiling of any judge with these queries. Each local model is marked at its
+# measured share of stops with the source shown: open, a judge of its measured accuracy both ways erring at
+# random (over the profile model's queries); filled, its own run. Right: the agent minus dense as a share
+# of its new queries is made better than the question (each query not yet better replaced by its own list
+# with the source one rank above the question's), from today's share up, with its stops as run.
+
+# %%
+if items:
+    display(why_plots.break_even_chart(items, cfg.figures_dir / f"{cfg.name}_break_even.png", label=model_label))
+    show_cols = ["condition", "design", "axis", "break_even", "ceiling", "at_zero"]
+    display(safe_table(be_table[show_cols + [c for c in be_table.columns if c not in show_cols]])
+            .format({c: "{:+.3f}" for c in be_table.columns if "mrr" in c or c in ("ceiling", "at_zero")}
+                          | {c: "{:.0%}" for c in be_table.columns if c == "break_even" or c.endswith(("_accuracy",
+                                                                                                      "_p_stop",
+                                                                                                      "_p_search"))},
+                          na_rep="none").hide(axis="index"))
+    for c in conditions:
+        line = why.break_even_line(be_table, c)
+        if line:
+            say(line)
+else:
+    say("No complete agent run in any condition: no break-even to compute.")
+
+# %% [markdown]
+# ## 3. The two-part loop: where the second paper was lost
+# For each two-part question (both papers needed), how far each paper got in the question-first loop:
+# cited; read but not cited; shown by one of its searches but not read; in its searches' lists (depth 50)
+# but never among the titles shown; or in none of them. *failed*: the step at which the paper that got
+# less far was lost.
+
+# %%
+tp = next((rec for c, rec in records.items() if not isinstance(rec, str) and rec.profile.question_set == "twopart"), None)
+tp_res = tp.runs.get("loop_question_first", ([], []))[0] if tp is not None else []
+if tp_res:
+    tp_table = loss.two_part_table(tp_res, tp.questions)
+    tp_counts = loss.two_part_counts(tp_table)
+    display(safe_table(tp_counts).format({"share": "{:.1%}"}).hide(axis="index"))
+    say(why.two_part_reading(tp_counts))
+    display(safe_table(tp_table))
+else:
+    say("No complete run of the question-first loop on the two-part questions.")
+
+# %% [markdown]
+# ## 4. The stop judgement, decision by decision
 # Each decision the agent's model made, by whether the source was among the titles it had been shown
 # (the top 5 of every search so far) and by what followed. *Stopped* counts every decision that ended
 # the search: the model's own stop and (named in the long table) a malformed, empty or repeated query,
@@ -128,7 +239,7 @@ if agents:
                              | {"searches_mean": "{:.2f}"}).hide(axis="index"))
 
 # %% [markdown]
-# ## 2. The queries
+# ## 5. The queries, one by one
 # Every query a model wrote, searched alone: is the source ranked better, the same or worse than under
 # the question as written? Then the same outcomes for queries that added words to the question against
 # queries that added none.
@@ -151,7 +262,7 @@ else:
 # %%
 for x in done:
     o = x.tables["outcomes"].iloc[0]
-    say(f"**{loss.DESIGN_WORDS[x.design]}, {x.condition}**: {int(o.worse)} of {int(o.queries)} queries ranked the "
+    say(f"**{why.DESIGN_WORDS[x.design]}, {x.condition}**: {int(o.worse)} of {int(o.queries)} queries ranked the "
         f"source worse, {int(o.better)} better.")
     words = x.tables["words"].head(10)
     if words.empty:
@@ -160,9 +271,11 @@ for x in done:
         display(safe_table(words).format({"worse_share": "{:.1%}", "better_share": "{:.1%}"}, na_rep="").hide(axis="index"))
 
 # %% [markdown]
-# ## 3. The merge
-# The fused list (as saved) against the best single list among the same searches and against the
-# question's own list (dense), per measure, with the paired ranges of the differences.
+# ## 6. The fused list against the best single list (a measurement, not a cause)
+# The fused list (as saved) against the best single list among the same searches (picked knowing the
+# source) and against the question's own list, per measure, with the paired ranges. Where the question
+# is one of the searches the best single list is never below dense, so this difference is never a
+# measure of the queries: which part causes the loss is section 1's.
 
 # %%
 if done:
@@ -172,7 +285,7 @@ if done:
             .hide(axis="index"))
 
 # %% [markdown]
-# ## 4. Ceilings
+# ## 7. Ceilings
 # Each design as run, the oracle-stop agent over its queries, the one-extra-search bound and the best
 # single list among its searches, against dense in the same condition.
 
@@ -183,7 +296,7 @@ if done:
     display(safe_table(ceilings).format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
 
 # %% [markdown]
-# ## 5. Model size
+# ## 8. Model size
 # The same agent, multi-query and loop with each local model: Qwen2.5-Coder-0.5B-Instruct and the
 # profile's Qwen2.5-Coder-1.5B-Instruct (both run by llama.cpp on the CPU, recorded and replayed), each
 # design minus dense (MRR@10, the 95% paired range) in the questions-as-written and short-question
@@ -210,34 +323,15 @@ if not scored_sizes.empty:
 say(model_size.axis_reading(sizes, published, names=design_namer(cfg)))  # the page's own reading stays the loss's
 
 # %% [markdown]
-# ## The loss, part by part
-# In MRR@10 (then recall@5): the loss against dense; the merge's part (best single list − fused) and the
-# queries' part (dense − best single list), which add up to the loss; the oracle stop's gain (oracle
-# stop − fused), which overlaps the merge's part; each as a share of the loss, and the shares of new
-# queries that ranked the source worse and better than the question.
-
-# %%
-# the MRR@10 account is saved with the results: the report's index says per condition which part accounts for the loss
-write_text(pipeline.results_dir(cfg) / index_page.LOSS_ACCOUNT, loss.account_table(losses, "mrr_at_10").to_csv(index=False))
-for metric in loss.METRICS:
-    acc = loss.account_table(losses, metric)
-    if acc.empty:
-        continue
-    say(f"**{loss.METRIC_WORDS[metric]}**")
-    pct = [c for c in acc.columns if c.endswith("_share")]
-    num = [c for c in acc.columns if c not in pct + ["condition", "design", "questions"]]
-    display(safe_table(acc).format({c: "{:.1%}" for c in pct} | {c: "{:+.3f}" if c.endswith("_part") or c == "loss" else "{:.3f}"
-                                                           for c in num}, na_rep="—").hide(axis="index"))
-
-# %% [markdown]
 # ## Reading
-# Generated from the numbers above, one paragraph per condition and design (the report's default
-# condition, the questions as written over the drawn collection, first).
+# Generated from the numbers above: per condition and design, how its new queries ranked the source and
+# (the agent) how it used its searches and its stop judgement, after what section 1 attributes the loss to.
 
 # %%
 order = sorted(done, key=lambda x: x.condition != DEFAULT)  # otherwise the grid's order
 for x in order:
-    reading(x.reading)
-gaps = [f"{loss.DESIGN_WORDS[x.design]} in {x.condition} ({x.status})" for x in losses if not x.analysed]
+    reading(" ".join(t for t in (why.attribution_reading(attr, x.condition, x.design),
+                                 why.account_reading(x.condition, x.design, x.accounts["mrr_at_10"])) if t))
+gaps = [f"{why.DESIGN_WORDS[x.design]} in {x.condition} ({x.status})" for x in losses if not x.analysed]
 if gaps:
     reading("Not taken apart, for want of a complete run: " + "; ".join(gaps) + ".")

@@ -96,3 +96,11 @@ def test_the_charts_draw_from_the_computed_tables(tmp_path):
     assert (tmp_path / "be.png").stat().st_size > 0 and (tmp_path / "shares.png").stat().st_size > 0
     summary = be.summary_table([item])
     assert summary.axis.tolist() == ["stop judge accuracy", "share of better queries"]
+
+
+def test_a_conditions_finding_names_the_parts_that_carry_the_loss():
+    text = why.condition_finding(table(), pd.DataFrame(), "full questions", ["agent", "loop_question_first", "multiquery"])
+    assert text.startswith("- **full questions.** The agent is -0.500 MRR@10 against dense: the stop judgement 33%, "
+                           "the new queries 33%, the merge (RRF) 33% of the loss.")
+    assert "The question-first loop is -0.500 MRR@10 against dense: citations put first 100% of the loss (the rest " \
+           "under 5% each)." in text and "Multi-query" not in text

@@ -40,8 +40,7 @@ def break_even_chart(items: Sequence, path: Path, metric: str = "mrr_at_10",
             right.plot(curve.share_better, curve[metric], "-", color=col, lw=1.6, label=b.condition)
             for name, p in b.query_points.get("agent", {}).items():
                 models += [name] if name not in models else []
-                right.plot(p["share_better"], p[metric], MARKERS[models.index(name) % len(MARKERS)], color=col, ms=7,
-                           mfc="white", mew=1.5)
+                right.plot(p["share_better"], p[metric], MARKERS[models.index(name) % len(MARKERS)], color=col, ms=7)
     for ax, xlabel in ((left, "stop judge accuracy: stops when the source is shown (models: at their share)"),
                        (right, "share of the agent's new queries ranking the source better than the question")):
         ax.axhline(0, ls="--", color="grey", lw=1)
@@ -58,7 +57,7 @@ def break_even_chart(items: Sequence, path: Path, metric: str = "mrr_at_10",
                        label=f"{label(m)}: simulated, its accuracy at random") for i, m in enumerate(models)]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), frameon=False, fontsize=SMALL,
                title="above the dashed line: better than dense", title_fontsize=SMALL)
-    return _save(fig, path, rect=(0, 0.17, 1, 1))
+    return _save(fig, path, rect=(0, 0.21, 1, 1))
 
 
 def shares_chart(table: pd.DataFrame, path: Path, metric: str = "mrr_at_10",
