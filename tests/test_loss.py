@@ -261,3 +261,68 @@ def test_the_two_part_loop_names_the_step_that_lost_the_second_paper():
     assert t.loc["t2", "first"] == "b" and t.loc["t2", "second"] == "a" and t.loc["t3", "model_searches"] == 1
     counts = loss.two_part_counts(t.reset_index())
     assert counts.loops.tolist() == [1, 1, 1, 1, 1] and counts.no_search_of_its_own.tolist() == [1, 1, 1, 0, 1]
+
+
+class _Hit:
+    def __init__(self, i):
+        self.id = i
+
+
+class _Index:
+    def search_vector(self, v, k):
+        return [_Hit(f"{v}-{j}") for j in range(2)]
+
+
+class _Searcher:
+    def __init__(self):
+        self.index, self.embedded = _Index(), []
+
+    def query_vectors(self, texts):
+        self.embedded += list(texts)
+        return list(texts)
+
+    def forget_queries(self):
+        pass
+
+    def search(self, text, k):
+        raise AssertionError("every text is in the batch or the cache")
+
+
+class _Parts:
+    collection_digest = "c1"
+
+    def __init__(self, searcher):
+        self._searcher = searcher
+
+    @property
+    def searcher(self):
+        if self._searcher is None:
+            raise AssertionError("the cached lists need no searcher")
+        return self._searcher
+
+
+def test_the_searched_lists_are_cached_by_their_texts_and_settings(tmp_path):
+    from lib.config import load_profile
+
+    cfg = load_profile("pilot")
+    first = _Searcher()
+    search = loss.cached_search(cfg, _Parts(first), ["a", "b"], tmp_path)
+    assert search("a") == ["a-0", "a-1"] and first.embedded == ["a", "b"]
+    again = loss.cached_search(cfg, _Parts(None), ["b", "a"], tmp_path)  # same texts: read back, nothing embedded
+    assert again("b") == ["b-0", "b-1"]
+    other = _Searcher()
+    loss.cached_search(cfg, _Parts(other), ["a", "c"], tmp_path)      # other texts: another key, searched
+    assert other.embedded == ["a", "c"] and len(list(tmp_path.glob("lists-*.json.gz"))) == 2
+    assert loss.search_cache_key(cfg, "c1", ["a"]) != loss.search_cache_key(cfg, "c2", ["a"])
+
+
+def test_a_cached_table_is_computed_once_per_key(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"n": len(calls)}
+
+    assert loss.cached("t", "k1", compute, tmp_path) == {"n": 1}
+    assert loss.cached("t", "k1", compute, tmp_path) == {"n": 1} and len(calls) == 1
+    assert loss.cached("t", "k2", compute, tmp_path) == {"n": 2}
