@@ -210,3 +210,14 @@ def test_the_article_s_agent_figures_hold_together():
     assert mq["dense_hits"] == figures["questions"]["scored"] - figures["other"]["dense_misses_at_5"]
     assert mq["dense_hits_lost_per_run"] == [11, 13] and agent["questions_changed_outcome"] == 16
     assert all(isinstance(figures[g]["_where"], str) for g in ("agent_vs_dense", "multiquery_vs_dense", "run_spread"))
+
+
+def test_the_readme_carries_the_table_as_generated():
+    """The README's FIDELITY block is fidelity_markdown() (regenerate it with lib.report.index_page.update_readme())."""
+    from lib.config import ROOT
+    from lib.report.index_page import FIDELITY_MARKERS
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = FIDELITY_MARKERS
+    assert start in text and end in text
+    assert text.split(start, 1)[1].split(end, 1)[0].strip() == fidelity_markdown().strip()
