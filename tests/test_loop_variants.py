@@ -23,6 +23,7 @@ from lib.llm.anthropic_backend import AnthropicBackend
 from lib.llm.stubs import ScriptedLoopModel, StubLLM
 from lib.llm.tools import chat_messages, json_call_text
 from lib.runs import RecordCheck, inputs_key, read_results
+from lib.report import why
 from tests.fakes import ListSearcher, Spy, mock_sdk_client, reply_body
 
 PAPERS = {f"2607.{i:05d}": (f"Title {i}", f"Abstract of paper {i}.") for i in range(1, 13)}
@@ -275,7 +276,7 @@ def test_the_loss_reads_the_question_first_loop_as_searching_the_question_first(
     assert loss.recomputed(r, [["a", "s"], ["s", "b"]]) == ranked_list(["c"], [["a", "s"], ["s", "b"]])
     old = Result("l1", "loop_question_first", 1, ["c"], 2, ["L1", "L1", "x"], 0.0, details={"citations": ["c"]})
     assert model_queries(old) == ["x"]  # from the design name when the record has no count
-    assert "loop_question_first" in loss.LOSS_DESIGNS and loss.DESIGN_WORDS["loop_question_first"]
+    assert "loop_question_first" in loss.LOSS_DESIGNS and why.DESIGN_WORDS["loop_question_first"]
 
 
 def test_the_question_first_loop_is_left_out_of_the_loss_where_it_never_ran(monkeypatch):

@@ -642,16 +642,26 @@ def conditions_records(profile, designs: Sequence[str] = LOSS_DESIGNS) -> dict[s
 
 def conditions_loss(profile, designs: Sequence[str] = LOSS_DESIGNS,
                     records: dict[str, "ConditionRecords | str"] | None = None) -> list[DesignLoss]:
-    """:func:`condition_loss` in every condition of the grid (``records``: :func:`conditions_records`, read
-    here when not given); a condition whose saved records cannot be read is named with why."""
-    records = records if records is not None else conditions_records(profile, designs)
+    """:func:`condition_loss` in every condition of the grid (``lib.pipeline.condition_profiles``; or of
+    ``records``, :func:`conditions_records` already read); a condition whose saved records cannot be read is
+    named with why."""
+    from .. import pipeline
+    from ..errors import DataError
+
     out: list[DesignLoss] = []
     article = article_search_use()
-    for cname, rec in records.items():
-        if isinstance(rec, str):
-            out += [DesignLoss(cname, d, status=rec) for d in designs]
-        else:
-            out += condition_loss(rec.profile, cname, designs, article, rec)
+    if records is not None:
+        for cname, rec in records.items():
+            if isinstance(rec, str):
+                out += [DesignLoss(cname, d, status=rec) for d in designs]
+            else:
+                out += condition_loss(rec.profile, cname, designs, article, rec)
+    else:
+        for cname, cp in pipeline.condition_profiles(profile).items():
+            try:
+                out += condition_loss(cp, cname, designs, article)
+            except DataError as exc:
+                out += [DesignLoss(cname, d, status=f"not read: {exc}") for d in designs]
     never = {d for d in OPTIONAL_DESIGNS if all(x.status == "no saved run" for x in out if x.design == d)}
     return [x for x in out if x.design not in never]
 
