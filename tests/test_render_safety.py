@@ -470,8 +470,9 @@ def test_markdown_from_a_users_text_is_text_on_the_rendered_page(tmp_path):
 def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(tmp_path):
     """`make study` on documents (ids, titles, texts, metadata values and a metadata field's name) and
     questions (ids, texts) that all carry script and event-handler payloads: its collection and questions
-    pages, where every field is shown, hold them as text only (parsed with html.parser); the shipped study
-    is untouched. (A study name cannot carry one: it is refused, tests/test_probes.py.)"""
+    pages, where every field is shown, and the loop's page (a stub model: its step-by-step trace shows the
+    question and the papers read) hold them as text only (parsed with html.parser); the shipped study is
+    untouched. (A study name cannot carry one: it is refused, tests/test_probes.py.)"""
     import csv
 
     from lib.config import STUDIES_DIR
@@ -496,12 +497,12 @@ def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(
         done = subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", "study",
                                f"DOCS={tmp_path / 'docs.jsonl'}", f"QUESTIONS={tmp_path / 'questions.csv'}",
                                f"NAME={name}", "FIELDS=id=doc_id,text=body", f"METADATA=owner,{tag}",
-                               "NOTEBOOKS=01_collection 02_questions"],
+                               "NOTEBOOKS=01_collection 02_questions 09_loop", "PARAMS=-p loop_backend scripted"],
                               cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        report = folder / "results" / "report"
+        report = next(folder.glob("results/**/report"))  # the stub model's runs: the study's variant folder
         pages = sorted(report.glob("*.html"))
-        assert {p.name for p in pages} >= {"01_collection.html", "02_questions.html"}
+        assert {p.name for p in pages} >= {"01_collection.html", "02_questions.html", "09_loop.html"}
         shown = 0
         for page in pages:
             text = page.read_text(encoding="utf-8")
@@ -509,6 +510,7 @@ def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(
             shown += text.count("&lt;script&gt;alert(1)&lt;/script&gt;")
         questions = (report / "02_questions.html").read_text(encoding="utf-8")
         assert "what about the pump seal?" in questions and "onerror=alert(1)" in questions
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in (report / "09_loop.html").read_text(encoding="utf-8")
         assert shown > 10
     finally:
         shutil.rmtree(folder, ignore_errors=True)
