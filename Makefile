@@ -93,7 +93,9 @@ study: setup sync
 	RUN_PROFILE="$$name" $(BIN)/python scripts/run_notebooks.py --from-env
 
 # rerun one notebook with parameters, e.g. make notebook NB=05 PARAMS="-p llm_backend local -p runs 3"
-# (a run whose parameters change results writes into its own folder under results/, never over report/;
+# (a run whose parameters change results writes into its own folder under results/; any run with parameters
+# renders its page into a folder of its own (results/parameters/... when it reads the shipped results), never
+# over report/: only a plain run, or EXTEND=1 with a run number beyond the profile's n_runs, renders report/;
 # a run that fails renders nothing: its executed notebook stays in build/failed/, as for `make report`).
 # NB, PROFILE, PARAMS and the folders reach scripts/run_notebooks.py through the environment, as for `study`
 notebook: export RUN_NB := $(value NB)

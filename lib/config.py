@@ -169,9 +169,13 @@ class Settings(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_numbers(cls, v, info):
-        """A number setting never takes true/false (pydantic would read true as 1): n_runs: true is refused."""
-        if isinstance(v, bool) and _numeric(cls.model_fields[info.field_name].annotation):
+        """A number setting never takes true/false (pydantic would read true as 1: n_runs: true is refused),
+        and a whole-number setting never a number with a fraction part written (n_runs: 1.0)."""
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(v, bool) and _numeric(annotation):
             raise ValueError(f"expected {_form(info.field_name)}, got a true/false value")
+        if isinstance(v, float) and _unwrap(annotation)[0] is int:
+            raise ValueError(f"expected {_form(info.field_name)}, not a number with a fraction part")
         return v
 
     @field_validator("window_start", "window_end", "pool_before")

@@ -193,7 +193,7 @@ def test_a_true_false_value_for_a_number_setting_is_refused_by_name_in_both_plac
 
 def test_n_runs_takes_a_positive_integer_only():
     assert profile_from_args(["offline", "-p", "n_runs", "2"]).settings["n_runs"] == 2
-    for bad in ("0", "-1", "1.5", "[2]", "two"):
+    for bad in ("0", "-1", "1.5", "1.0", "[2]", "two"):
         with pytest.raises(ProfileError, match="'n_runs'"):
             profile_from_args(["offline", "-p", "n_runs", bad])
 
