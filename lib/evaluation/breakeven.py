@@ -305,20 +305,24 @@ def condition_break_even(condition: str, records, models: dict[str, object] | No
 
 
 def model_records(records, designs: Sequence[str] = ("agent", "multiquery")) -> dict[str, object]:
-    """Every local model's saved records in one condition (``records``: the profile model's, included as
-    it is), each read as :func:`lib.evaluation.loss.condition_records` reads them; a model with no saved run
-    of ``designs`` is left out."""
+    """The profile model's records (``records``, as they are) and every other local model's saved records in
+    the same condition, each read as :func:`lib.evaluation.loss.condition_records` reads them; a model with
+    no saved run of ``designs``, or whose profile or records cannot be read, is left out."""
     from ..config import load_profile
+    from ..errors import DataError, ProfileError
     from ..llm.local_backend import LOCAL_MODELS
     from .loss import condition_records
 
     cp = records.profile
-    out = {}
+    own = cp.settings["llm_model"]
+    out = {own: records}
     for model in LOCAL_MODELS:
-        if model == cp.settings["llm_model"]:
-            out[model] = records
+        if model == own:
             continue
-        rec = condition_records(load_profile(cp.name, **{**cp.overrides, "llm_model": model}), designs)
+        try:
+            rec = condition_records(load_profile(cp.name, **{**cp.overrides, "llm_model": model}), designs)
+        except (DataError, ProfileError):  # a profile that cannot take the model, or records that cannot be read
+            continue
         if any(res for res, _ in rec.runs.values()):
             out[model] = rec
     return out
