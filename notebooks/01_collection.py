@@ -52,8 +52,8 @@ from lib.report import plots
 from lib.config import notebook_profile
 
 cfg = notebook_profile(globals())
+rows, manifest = make_collection(cfg)  # first: the page's opening names what was imported, on a first run too
 open_page(cfg, "collection_source", "window_start", "window_end", "n_sources", "n_papers", "seed")
-rows, manifest = make_collection(cfg)
 drawn = manifest.get("kind") != "documents"  # an arXiv draw, not your own documents
 if drawn:
     display(Markdown(f"Profile **{cfg.name}**: collection source `{cfg.collection_source}`, seed {cfg.seed}, "

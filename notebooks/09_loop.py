@@ -94,6 +94,7 @@ selection = loop_report.selection_page(cfg)
 # %%
 page = design_page(cfg, lead, runs=runs)
 short.refresh()  # the "In short" line above, now from the runs this cell recorded or replayed
+loop_report.refresh_selection(selection)  # and the dev choice's reading
 
 # %% [markdown]
 # ## The loop's own measures

@@ -383,10 +383,10 @@ def test_the_loop_page_shows_every_dev_arm_and_the_choice_or_that_none_is_made(t
               "dense_recall_at_5": 0.75}
     path = tmp_path / "loop_selection.json"
     cfg = load_profile("offline")
-    shown_objects = []
-    monkeypatch.setattr(loop_report, "display", shown_objects.append)
+    shown_objects = _Shown()
+    monkeypatch.setattr(loop_report, "display", shown_objects)
     assert loop_report.selection_page(cfg, path) == {}
-    assert "Not chosen yet" in shown_objects[0].data and f"`{cfg.loop_prompt}`" in shown_objects[0].data
+    assert "Not chosen yet" in shown_objects.shown[0] and f"`{cfg.loop_prompt}`" in shown_objects.shown[0]
     assert loop_report.lead_design(None, path) == "loop"  # before any choice: the model-first loop
     path.write_text(json.dumps(record))
     shown = loop_report.selection_page(cfg, path)
@@ -483,6 +483,38 @@ def test_the_loop_pages_first_line_follows_a_run_recorded_below_it(monkeypatch, 
     line.refresh()
     assert shown.updates == [f"**In short.** {line.text}"]
     assert "Over 3 questions it" in line.text and "cited the source paper in" in line.text
+
+
+def test_the_dev_choices_reading_follows_a_run_of_the_chosen_arm_recorded_below_it(monkeypatch, tmp_path):
+    """A page that records the chosen arm's first run reads, once its run cell is done, as its rerun does:
+    the dev choice's reading first says the arm has no run here, and the run cell rewrites it in place
+    (the first rerun of a study was not byte-identical to its first run before)."""
+    from lib import pipeline
+    from lib.report import loop as loop_report
+
+    sources = {f"d{i:03d}": f"p{i}" for i in range(4)}
+    arms = {a: [Result(q, "loop", 1, [s], 1, [q], 0.0, llm_calls=3, details={"citations": [s], "turns": 3, "read": []})
+                for q, s in sources.items()] for a in sel.ARMS}
+    out = sel.select(arms, sources)
+    path = tmp_path / "loop_selection.json"
+    path.write_text(json.dumps({"questions": 4, "run": 1, "arms": out["arms"], "choice": out["choice"]}))
+    design, prompt = out["choice"]["design"], out["choice"]["loop_prompt"]
+    cfg = load_profile("pilot", loop_backend="scripted", question_limit=3, loop_prompt=prompt,
+                       results_dir=str(tmp_path / "results"))
+    shown = _Shown()
+    monkeypatch.setattr(loop_report, "display", shown)
+    selection = loop_report.selection_page(cfg, path)
+    first = shown.shown[-1]
+    assert first.startswith("**Reading.**") and "The chosen arm has no complete run on these questions yet" in first
+    loop_report.refresh_selection(selection)  # nothing run yet: nothing rewritten
+    assert shown.updates == []
+    pipeline.run(cfg, design, progress=False)
+    loop_report.refresh_selection(selection)
+    assert shown.updates == [first.split(" The chosen arm")[0]]
+    again = _Shown()  # the rerun's page shows from the start what the first run's shows after its run cell
+    monkeypatch.setattr(loop_report, "display", again)
+    loop_report.selection_page(cfg, path)
+    assert again.shown[-1] == shown.updates[-1]
 
 
 def test_the_loop_page_shows_the_loop_in_every_condition_from_its_saved_runs(monkeypatch):

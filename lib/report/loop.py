@@ -694,9 +694,27 @@ def selection_page(profile, path=None) -> dict:
             f"({c.get('why', '')})")
     text += (f"; dense search found the source in its top 5 for {dense:.0%} of the same questions." if dense is not None
              else ".")
-    chosen_runs = saved_runs(profile, design=design)
-    if not chosen_runs or prompt_of(next(iter(chosen_runs.values()))) != prompt:
-        text += (f" The chosen arm has no complete run on these questions yet: the loop's runs on this page use "
-                 f"the prompt `{profile.loop_prompt}`, the profile's.")
-    reading(text)
-    return {"table": table, "choice": c}
+
+    def now() -> str:  # the reading as the runs saved now make it
+        chosen_runs = saved_runs(profile, design=design)
+        if not chosen_runs or prompt_of(next(iter(chosen_runs.values()))) != prompt:
+            return text + (f" The chosen arm has no complete run on these questions yet: the loop's runs on this page "
+                           f"use the prompt `{profile.loop_prompt}`, the profile's.")
+        return text
+
+    shown = now()
+    handle = display(Markdown(f"**Reading.** {shown}"), display_id=True)
+
+    def refresh() -> None:
+        """The reading rewritten in place (an IPython display update) once the page's run cell has saved
+        the runs, so a page that records the chosen arm's first run reads as its rerun does."""
+        if handle is not None and now() != shown:
+            handle.update(Markdown(f"**Reading.** {now()}"))
+
+    return {"table": table, "choice": c, "refresh": refresh}
+
+
+def refresh_selection(selection: dict) -> None:
+    """After notebook 9's run cell: the dev choice's reading from the runs saved now (see :func:`selection_page`)."""
+    if "refresh" in selection:
+        selection["refresh"]()
