@@ -18,7 +18,7 @@ prints the page's path when one notebook was asked for and its page was written.
 environment, never from a shell line, so no quote, `$(...)`, backtick or `;` in it is run: RUN_PROFILE
 (the profile or study name; its file found as lib.config.profile_file finds it), RUN_PARAMS (the `-p
 NAME VALUE` words, split as a shell splits words, never run), RUN_EXTEND ("1": add `-p extend_shipped
-true`), RUN_NB (a notebook number or name prefix: exactly one notebook must match) or RUN_NOTEBOOKS
+true`), RUN_NB (a notebook number or name prefix: exactly one notebook must match) or RUN_NOTEBOOK_NAMES
 (notebook names separated by spaces), RUN_NOTEBOOK_DIR and RUN_FAILED_ROOT (when set).
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def from_environment(environ, notebooks_dir: Path) -> tuple[list[str], list[str]
     if environ.get("RUN_NB"):
         names = [notebook_named(environ["RUN_NB"].strip(), notebooks_dir)]
     else:
-        names = (environ.get("RUN_NOTEBOOKS") or "").split()
+        names = (environ.get("RUN_NOTEBOOK_NAMES") or "").split()
         if not names:
             raise ValueError("NOTEBOOKS: no notebook named")
     return options, names, [name, *params]
