@@ -152,7 +152,8 @@ HEADINGS = {
     "tokens_in_per_q": "input tokens per question", "tokens_out_per_q": "output tokens per question",
     "prompt_reused_per_q": "prompt tokens reused per question", "ended_stop": "ended: the model answered",
     "ended_step_cap": "ended: step cap", "ended_token_budget": "ended: token budget", "ended_refusal": "ended: refusal",
-    "ended_max_tokens": "ended: max_tokens", "final_by_code": "answer forced by the code", "loops": "loops",
+    "ended_max_tokens": "ended: max_tokens", "ended_bad_tool_arguments": "ended: tool arguments not JSON",
+    "final_by_code": "answer forced by the code", "loops": "loops",
     "turns": "model turns", "tokens_used": "tokens used", "ended_by": "ended by",
     # bounded escalation
     "escalated": "escalated", "escalated_share": "share escalated", "helped": "helped", "hurt": "hurt",

@@ -25,8 +25,9 @@ NAME = "loop"
 DESIGN_TITLES = {NAME: "the model-first loop", QUESTION_FIRST: "the question-first loop"}
 EARLIER_PROMPT = "one_example"  # the prompt of every loop saved before the choice on dev (docs/loop.md)
 # the loop summary's columns that are shares of questions (shown as percentages)
-LOOP_SHARES = {"citation_hit_rate", "citation_all_rate", "citation_precision", "ended_stop", "ended_step_cap", "ended_token_budget",
-               "ended_refusal", "ended_max_tokens", "forced_final", "final_by_code"}
+LOOP_SHARES = {"citation_hit_rate", "citation_all_rate", "citation_precision", "ended_stop", "ended_step_cap",
+               "ended_token_budget", "ended_refusal", "ended_max_tokens", "ended_bad_tool_arguments", "forced_final",
+               "final_by_code"}
 MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
 
 
