@@ -136,7 +136,8 @@ if missing:
 if attr.empty:
     say("No complete run of any LLM design in any condition: nothing to take apart.")
 else:
-    shares = ["stop", "queries", "merge", "citations", "start"]
+    shares = [f for f in ("stop", "queries", "merge", "citations", "start")
+              if attr[f].notna().any() and (f != "start" or attr[f].abs().max() > 1e-9)]
     fixes = [c for c in attr.columns if c.startswith("fix_")]
     cols = ["condition", "design", "metric", "questions", "below", "dense", "run", "loss", *shares, *fixes, "rebuilt"]
     display(safe_table(attr[cols]).format({c: "{:+.3f}" for c in ["loss", *shares, *fixes]}
