@@ -326,3 +326,9 @@ def test_a_cached_table_is_computed_once_per_key(tmp_path):
     assert loss.cached("t", "k1", compute, tmp_path) == {"n": 1}
     assert loss.cached("t", "k1", compute, tmp_path) == {"n": 1} and len(calls) == 1
     assert loss.cached("t", "k2", compute, tmp_path) == {"n": 2}
+
+
+def test_a_broken_cache_is_computed_again(tmp_path):
+    (tmp_path / "t-k.pkl").write_bytes(b"not a pickle")
+    assert loss.cached("t", "k", lambda: 3, tmp_path) == 3
+    assert loss.cached("t", "k", lambda: 4, tmp_path) == 3  # the mended file is read back

@@ -489,9 +489,13 @@ def cached_search(profile, parts, texts: Sequence[str], folder: Path | None = No
     nothing; the searcher is built only when the lists are not cached."""
     folder = Path(folder) if folder is not None else cache_dir()
     path = folder / f"lists-{search_cache_key(profile, parts.collection_digest, texts, depth)}.json.gz"
+    lists = None
     if path.exists():
-        lists = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-    else:
+        try:
+            lists = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        except (OSError, EOFError, ValueError):  # a cache cut short: searched again
+            lists = None
+    if lists is None:
         search = batched_search(parts.searcher, texts, depth)
         lists = {t: list(search(t)) for t in dict.fromkeys(texts)}
         folder.mkdir(parents=True, exist_ok=True)
@@ -588,7 +592,10 @@ def cached(name: str, key: str, compute: Callable[[], object], folder: Path | No
     folder = Path(folder) if folder is not None else cache_dir()
     path = folder / f"{name}-{key}.pkl"
     if path.exists():
-        return pickle.loads(path.read_bytes())
+        try:
+            return pickle.loads(path.read_bytes())
+        except Exception:  # a cache written by other library versions, or cut short: computed again
+            pass
     value = compute()
     folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
