@@ -12,8 +12,8 @@ Each saved (question, run) result is rebuilt from the lists its saved queries re
   it better, left out where the question misses it), the rest of the list in its order: a query exactly
   as good as the question for the source, so that a worse query is blamed and a better one credited;
 * ``merge``: reciprocal rank fusion (``lib.search.fusion.rrf``) of the lists, or **the question's own
-  list first**, the new finds of the other lists appended below it (in their RRF order): a rule that
-  keeps whatever the question found where the question put it;
+  list first**, the new finds of the other lists appended below it (``lib.search.fusion.question_first``):
+  a rule that keeps whatever the question found where the question put it;
 * ``citations`` (the tool-calling loops): the cited papers placed first, or the list without them put first.
 
 With every factor neutral, the list is the question's own list (its depth-50 top is the merged list's),
@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..designs import Question, Result
 from ..designs.loop import LOOP_DESIGNS, QUESTION_FIRST, code_searches
-from ..search.fusion import rrf
+from ..search.fusion import question_first, rrf
 from .loss import DEPTH, SHOWN, Search, oracle_stop, searched_queries, with_questions
 from .metrics import scores_of
 from .relevance import relevant_ids
@@ -111,12 +111,6 @@ def levelled(ids: Sequence[str], question: Sequence[str], source: str) -> list[s
     return out
 
 
-def question_first(base: Sequence[str], lists: Sequence[Sequence[str]], rrf_k: int = 60) -> list[str]:
-    """The merge's neutral: ``base`` (the question's own list) as it is, then the other lists' new finds in
-    their RRF order."""
-    return list(dict.fromkeys(list(base) + [d for d, _ in rrf(lists, rrf_k)]))
-
-
 def ranked(case: Case, active: frozenset) -> list[str]:
     """The case's ranked list with the factors in ``active`` as run and the others neutral."""
     lists = [x if i < case.first_model or "queries" in active else levelled(x, case.question, case.source)
@@ -127,7 +121,7 @@ def ranked(case: Case, active: frozenset) -> list[str]:
         merged = [d for d, _ in rrf(lists, case.rrf_k)]
     else:
         base = case.question if case.first_model > 0 or not lists else lists[0]
-        merged = question_first(base, lists, case.rrf_k)
+        merged = question_first([base, *lists])
     if "citations" in active:
         merged = list(dict.fromkeys(list(case.citations) + merged))
     return merged[:case.depth]
