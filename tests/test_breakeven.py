@@ -68,3 +68,29 @@ def test_better_queries_mixed_in_exactly():
     curve, b0 = be.query_curve([case], grid=[0.0, 1.0])
     assert b0 == 0 and curve.share_better.tolist() == [0.0, 1.0]
     assert curve.mrr_at_10.tolist() == pytest.approx([1 / 3 - 1 / 2, 1 - 1 / 2])
+
+
+def test_a_condition_from_its_records_with_two_models_placed():
+    from types import SimpleNamespace
+
+    from lib.designs import Question, Result
+    from lib.evaluation import attribution as at
+    from lib.evaluation.loss import ConditionRecords
+
+    lists = {"Q": ["s", "a", "b"], "w": ["a", "b", "s"], "v": ["s", "c"]}
+    qs = [Question("q1", "Q", "s")]
+    prof = SimpleNamespace(rrf_k=60, agent_max_searches=3)
+    big = ConditionRecords(qs, {"agent": ([Result("q1", "agent", 1, ["a", "s", "b"], 2, ["Q", "w"], 0.0)], []),
+                                "multiquery": ([], [])}, lists.__getitem__, None, {"agent": 5}, prof)
+    small = ConditionRecords(qs, {"agent": ([Result("q1", "agent", 1, ["s", "a", "b"], 1, ["Q"], 0.0)], [])},
+                             lists.__getitem__, None, {"agent": 5}, prof)
+    item = be.condition_break_even("c", big, {"big": big, "small": small}, grid=[0.0, 1.0])
+    # the profile model searched again with the source shown (p_stop 0, then stopped: 1 of 2); the small one stopped
+    assert item.stop_curve.mrr_at_10.tolist() == pytest.approx([0.5 - 1, 0.0])
+    assert item.stop_points["big"]["p_stop"] == 0.5 and item.stop_points["small"]["p_stop"] == 1.0
+    assert item.stop_points["big"]["mrr_at_10_as_run"] == pytest.approx(-0.5)
+    assert item.stop_points["small"]["mrr_at_10_as_run"] == 0.0
+    assert item.stop_points["small"]["mrr_at_10"] == pytest.approx(0.0)  # a judge that always stops when shown
+    assert set(item.query_curves) == {"agent"} and item.query_points["agent"]["big"]["share_better"] == 0.0
+    table, rows = at.condition_table(big, "c")
+    assert list(table.design.unique()) == ["agent"] and rows["agent"].rebuilt.all()
