@@ -103,7 +103,7 @@ def test_parquet_with_integer_ids(tmp_path):
     assert [r["id"] for r in rows] == ["3", "10"] and [r["metadata"]["score"] for r in rows] == [0.5, 1.5]
 
 
-def test_beir_folder(capsys):
+def test_beir_folder():
     docs, questions, qrels, unjudged = read_beir(DATA / "beir")
     assert [d["id"] for d in docs] == ["d1", "d2", "d3", "d4", "d5"]
     assert read_documents(DATA / "beir") == docs  # a folder is read as BEIR
@@ -112,15 +112,13 @@ def test_beir_folder(capsys):
     assert docs[1]["title"] == "" and docs[3]["metadata"] == {}
     assert qrels == {"q1": {"d1": 2, "d3": 1, "d2": 0}, "q2": {"d4": 1}, "q3": {"d5": 1, "d2": 2}, "q5": {"d1": 0}}
     # the split's queries in queries.jsonl order; grade 0 is not relevant: q5 kept with nothing relevant
-    # (a study counts it and leaves it out); q4 (judged in dev only) is no question of test: counted and named
+    # (a study counts it and leaves it out); q4 (judged in dev only) is no question of test: returned
     assert questions == [
         {"qid": "q1", "question": "at what temperature do corals bleach", "relevant": {"d1": 2, "d3": 1}},
         {"qid": "q2", "question": "where do kelp forests grow fastest", "relevant": {"d4": 1}},
         {"qid": "q3", "question": "why do shells form slowly in acidic water", "relevant": {"d5": 1, "d2": 2}},
         {"qid": "q5", "question": "deep sea mining rules", "relevant": {}}]
     assert unjudged == ["q4"]
-    out = capsys.readouterr().out
-    assert "queries.jsonl: 1 of 5 queries have no judgement in test.tsv" in out and ": q4" in out
     _, dev, dev_qrels, dev_unjudged = read_beir(DATA / "beir", split="dev")
     assert [q["qid"] for q in dev] == ["q4"] and dev_qrels == {"q4": {"d2": 1}}
     assert dev_unjudged == ["q1", "q2", "q3", "q5"]

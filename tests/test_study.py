@@ -214,7 +214,10 @@ def test_a_beir_study_counts_and_names_the_queries_without_judgements(study_name
     assert manifest["queries_unjudged"] == 1 and manifest["queries_unjudged_ids"] == ["q4"]  # judged in dev only
     assert manifest["questions"] == 4 and manifest["questions_scored"] == 3
     assert manifest["questions_without_relevant"] == ["q5"]  # judged, nothing relevant: left out, counted
-    assert "1 of 5 queries have no judgement in test.tsv" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "queries.jsonl: 1 query has no judgement in" in said and "test.tsv and is not scored: q4" in said
+    import_study(load_profile(study_name))  # read back: said again, as a rerun's page 01 says it
+    assert capsys.readouterr().out == said
 
 
 def test_a_changed_document_file_recomputes_and_keeps_the_old_results_aside(tmp_path, study_name, capsys):
@@ -238,7 +241,7 @@ def test_a_changed_document_file_recomputes_and_keeps_the_old_results_aside(tmp_
     old_collection = (profile.data_dir / "collection.jsonl").read_bytes()
     _, manifest = import_study(profile)
     out = capsys.readouterr().out
-    assert "changed since the last import" in out and "3 saved run file(s)" in out and "computed again" in out
+    assert "the study's files changed" in out and "3 saved run file(s)" in out and "computed again" in out
     aside = ROOT / manifest["superseded"]["moved_to"]
     assert aside.parent == STUDIES_DIR / study_name / "superseded" and manifest["superseded"]["run_files"] == 3
     assert {p: (aside / "results" / p).read_bytes() for p in saved} == saved  # kept, byte for byte
@@ -246,3 +249,17 @@ def test_a_changed_document_file_recomputes_and_keeps_the_old_results_aside(tmp_
     assert not (rdir / "bm25" / "run1.jsonl").exists() and (rdir / "cache" / "bm25").is_dir()  # caches stay
     new = pipeline.run(profile, "bm25", progress=False)[1]  # no StaleResults: computed again
     assert [r.qid for r in new] == ["u1", "u2"] and (rdir / "bm25" / "run1.jsonl").read_bytes() != saved[Path("bm25/run1.jsonl")]
+
+
+def test_documents_drawn_as_sources_for_model_written_questions_read_back_without_titles(tmp_path, study_name):
+    """A document with no title drawn as a source (questions written by a model) reads back as it was
+    written, on the rerun and for every later page (the import's rows are its file's, read back)."""
+    docs, _, _ = write_tiny(tmp_path)
+    assert new_study(study_name, "--docs", str(docs), "--fields", "id=doc_id,title=headline,text=body",
+                     "--set", "n_sources=3", "--set", "n_lookalikes=1").returncode == 0
+    profile = load_profile(study_name)
+    rows, manifest = import_study(profile)
+    untitled = next(r for r in rows if r["id"] == "42")
+    assert untitled["role"] == "source" and untitled["title"] == "" and sorted(manifest["source_order"]) == [
+        "42", "faq-ü", "manual/7"]
+    assert import_study(profile) == (rows, manifest) and pipeline.collection(profile) == rows

@@ -513,7 +513,7 @@ def read_beir(folder: str | Path, split: str = "test", metadata: Sequence[str] |
     only the queries the split judges are questions (in queries.jsonl's order); a question with no
     judgement above 0 is kept with no relevant document (``relevant`` empty: a study leaves it out
     and counts it). The queries the split leaves without any judgement are not dropped silently:
-    they are returned, counted and named in a message."""
+    their ids are returned (a study counts and names them: :func:`lib.data.study.import_study`)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: no such BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)")
@@ -531,8 +531,4 @@ def read_beir(folder: str | Path, split: str = "test", metadata: Sequence[str] |
     if not any(q["relevant"] for q in questions):
         raise DataError(f"{qrels_path}: no question has a relevant document (grade > 0)")
     unjudged = [q["qid"] for q in queries if q["qid"] not in qrels]
-    if unjudged:
-        print(f"{queries_path}: {len(unjudged)} of {len(queries)} queries have no judgement in {qrels_path.name} "
-              f"and are not questions of this split: {', '.join(unjudged[:20])}"
-              + (f" and {len(unjudged) - 20} more" if len(unjudged) > 20 else ""))
     return documents, questions, qrels, unjudged

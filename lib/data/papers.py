@@ -51,7 +51,9 @@ def parse_paper(obj: Any, source: str, row: int) -> Paper:
         if not isinstance(obj[name], kind):
             raise DataError(f"{source}: row {row}: field {name!r} should be {kind.__name__}, "
                             f"got {type(obj[name]).__name__}")
-    document = obj.get("role") == "document"  # your own documents: no title or date needed
+    # your own documents (role document, or drawn from them as a source: they carry their metadata): no title
+    # or date needed
+    document = obj.get("role") == "document" or "metadata" in obj
     for name in ("id", "abstract") if document else ("id", "title", "abstract"):
         if not obj[name].strip():
             raise DataError(f"{source}: row {row}: field {name!r} is empty")

@@ -138,6 +138,7 @@ def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dic
     if out.exists() and man.exists():
         manifest = json.loads(man.read_text())
         if not force and manifest.get("inputs_key") == key:
+            say(manifest)
             return read_collection(out), manifest
         before = {p: p.read_bytes() for p in (out, qfile, man) if p.exists()}
         old_key = manifest.get("inputs_key") or "unknown"
@@ -163,17 +164,38 @@ def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dic
         manifest.update(drawn)
     write_jsonl(out, rows)
     if before and any(p.read_bytes() != b for p, b in before.items() if p != man):
-        manifest["superseded"] = set_aside(profile, old_key, key, before)
+        manifest["superseded"] = set_aside(profile, old_key, before)
     write_json(man, manifest)
-    return read_collection(out), json.loads(man.read_text())
+    manifest = json.loads(man.read_text())
+    say(manifest)
+    return read_collection(out), manifest
 
 
-def set_aside(profile: Profile, old_key: str, new_key: str, data: dict[Path, bytes]) -> dict:
+def say(manifest: dict) -> None:
+    """What the import read but does not use, and where the results of earlier files went, printed from
+    the manifest (on every run, so a rerun says what the first run said): the BEIR queries the split
+    does not judge (counted and named), and the results set aside when the files changed."""
+    n = manifest.get("queries_unjudged", 0)
+    if n:
+        ids = manifest.get("queries_unjudged_ids", [])
+        print(f"{manifest['files']['questions']}: {n} quer{'y has' if n == 1 else 'ies have'} no judgement in "
+              f"{manifest['files']['judgements']} and {'is' if n == 1 else 'are'} not scored: {', '.join(ids[:20])}"
+              + (f" and {n - 20} more" if n > 20 else ""))
+    aside = manifest.get("superseded")
+    if aside:
+        print(f"{manifest['files']['documents']}: the study's files changed; the data and {aside['run_files']} saved "
+              f"run file(s) computed from the earlier files (inputs {aside['from_inputs_key'][:12]}) were moved to "
+              f"{aside['moved_to']} (kept, not deleted), and every design computed again (embeddings of unchanged "
+              "documents reused from the cache)")
+
+
+def set_aside(profile: Profile, old_key: str, data: dict[Path, bytes]) -> dict:
     """The study's files changed and give another collection or other questions: the old data files
     (``data``: path -> their bytes before the import) and every run file computed from them (each
     design's ``run<k>.jsonl`` and ``.trec``, the ``qrels.txt`` beside them, in every folder of the
     study's results) are moved into ``superseded/<UTC time>-<old inputs key>/`` of the study's
-    folder, their paths kept, nothing deleted; what was moved is printed and returned."""
+    folder, their paths kept, nothing deleted; what was moved is returned (the manifest keeps it, and
+    :func:`say` prints it)."""
     from datetime import datetime, timezone
 
     home = profile.study_dir or profile.data_dir.parent
@@ -187,10 +209,6 @@ def set_aside(profile: Profile, old_key: str, new_key: str, data: dict[Path, byt
         target = dest / "results" / p.relative_to(results)
         target.parent.mkdir(parents=True, exist_ok=True)
         p.replace(target)
-    print(f"{shown_path(profile.path('documents_path'))}: the study's files changed since the last import (inputs "
-          f"{old_key[:12]} -> {new_key[:12]}), and with them its documents or questions: the old data and "
-          f"{len(runs)} saved run file(s) computed from them were moved to {shown_path(dest)} (kept, not deleted); "
-          "every design is computed again (embeddings of unchanged documents are reused from the cache)")
     return {"from_inputs_key": old_key, "moved_to": shown_path(dest), "run_files": len(runs)}
 
 
