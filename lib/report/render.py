@@ -45,15 +45,25 @@ FINDING = "finding"
 
 
 class LeadWithFinding(Preprocessor):
-    """Moves the cells tagged ``finding`` to follow the page's first markdown cell (its title), in
-    their order; the notebook's run is unchanged (only the page's order)."""
+    """Moves the cells tagged ``finding`` up, in their order, to follow the page's title and its
+    question: the first two paragraphs of its first markdown cell (the rest of that cell's prose
+    follows the finding). The notebook's run is unchanged, only the page's order."""
 
     def preprocess(self, nb, resources):
         lead = [c for c in nb.cells if FINDING in c.get("metadata", {}).get("tags", [])]
         if lead:
             rest = [c for c in nb.cells if c not in lead]
-            at = next((i + 1 for i, c in enumerate(rest) if c.cell_type == "markdown"), 0)
-            nb.cells = rest[:at] + lead + rest[at:]
+            at = next((i for i, c in enumerate(rest) if c.cell_type == "markdown"), None)
+            if at is None:
+                nb.cells = lead + rest
+                return nb, resources
+            title = rest[at]
+            paragraphs = re.split(r"\n\s*\n", title.source.strip(), maxsplit=2)
+            after = []
+            if len(paragraphs) > 2:
+                title = nbformat.from_dict({**title, "source": "\n\n".join(paragraphs[:2])})
+                after = [nbformat.v4.new_markdown_cell(paragraphs[2])]
+            nb.cells = rest[:at] + [title] + lead + after + rest[at + 1:]
         return nb, resources
 
 
