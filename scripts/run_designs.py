@@ -13,8 +13,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib import pipeline  # noqa: E402
 from lib.config import env_overrides, load_profile  # noqa: E402
+from lib.io import LockedError  # noqa: E402
 
 profile_name, designs, *runs = sys.argv[1:]
 # this script's documented purpose is to extend the study it names: new results go into its folders
 profile = load_profile(profile_name, extend_shipped=True, **env_overrides(os.environ))
-pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)
+try:
+    pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)
+except LockedError as exc:  # another process writes one of these run files: named, nothing written
+    sys.exit(f"error: {exc}")
