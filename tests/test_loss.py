@@ -301,19 +301,20 @@ class _Parts:
         return self._searcher
 
 
-def test_the_searched_lists_are_cached_by_their_texts_and_settings(tmp_path):
+def test_the_searched_lists_are_cached_and_only_new_texts_embedded(tmp_path):
     from lib.config import load_profile
 
     cfg = load_profile("pilot")
     first = _Searcher()
     search = loss.cached_search(cfg, _Parts(first), ["a", "b"], tmp_path)
     assert search("a") == ["a-0", "a-1"] and first.embedded == ["a", "b"]
-    again = loss.cached_search(cfg, _Parts(None), ["b", "a"], tmp_path)  # same texts: read back, nothing embedded
+    again = loss.cached_search(cfg, _Parts(None), ["b", "a"], tmp_path)  # all stored: read back, nothing embedded
     assert again("b") == ["b-0", "b-1"]
     other = _Searcher()
-    loss.cached_search(cfg, _Parts(other), ["a", "c"], tmp_path)      # other texts: another key, searched
-    assert other.embedded == ["a", "c"] and len(list(tmp_path.glob("lists-*.json.gz"))) == 2
-    assert loss.search_cache_key(cfg, "c1", ["a"]) != loss.search_cache_key(cfg, "c2", ["a"])
+    more = loss.cached_search(cfg, _Parts(other), ["a", "c"], tmp_path)  # only the new text is embedded
+    assert other.embedded == ["c"] and more("c") == ["c-0", "c-1"] and len(list(tmp_path.glob("lists-*"))) == 1
+    assert loss.cached_search(cfg, _Parts(None), ["a", "b", "c"], tmp_path)("c") == ["c-0", "c-1"]
+    assert loss.search_cache_key(cfg, "c1") != loss.search_cache_key(cfg, "c2")
 
 
 def test_a_cached_table_is_computed_once_per_key(tmp_path):

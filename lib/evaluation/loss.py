@@ -35,6 +35,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -469,9 +470,9 @@ SEARCH_SETTINGS = ("embedder", "embedder_backend", "collection_scope", "collecti
                    "chunk_tokens", "chunk_overlap", "filter_categories", "filter_first_seen", "dense_backend")
 
 
-def search_cache_key(profile, collection_digest: str, texts: Sequence[str], depth: int = DEPTH) -> str:
-    """The key of a set of search lists: the texts, the search settings, the collection and the code version."""
-    blob = {"v": CACHE_VERSION, "depth": depth, "collection": collection_digest, "texts": sorted(set(texts)),
+def search_cache_key(profile, collection_digest: str, depth: int = DEPTH) -> str:
+    """The key of a store of search lists: the search settings, the collection, the depth and the code version."""
+    blob = {"v": CACHE_VERSION, "depth": depth, "collection": collection_digest,
             "settings": {k: getattr(profile, k, None) for k in SEARCH_SETTINGS}}
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -484,22 +485,24 @@ def cache_dir() -> Path:
 
 
 def cached_search(profile, parts, texts: Sequence[str], folder: Path | None = None, depth: int = DEPTH) -> Search:
-    """:func:`batched_search`, its lists kept on disk (``folder``, default :func:`cache_dir`) under the key of
-    the texts, the search settings and the collection (:func:`search_cache_key`), so a re-render embeds
-    nothing; the searcher is built only when the lists are not cached."""
+    """:func:`batched_search`, its lists kept on disk (``folder``, default :func:`cache_dir`) in one store per
+    search settings and collection (:func:`search_cache_key`), text -> ranked ids: only the texts not yet in
+    the store are embedded (in batches), so a re-render embeds nothing and another question subset or model
+    embeds only its new queries; the searcher is built only when some text is missing."""
     folder = Path(folder) if folder is not None else cache_dir()
-    path = folder / f"lists-{search_cache_key(profile, parts.collection_digest, texts, depth)}.json.gz"
-    lists = None
+    path = folder / f"lists-{search_cache_key(profile, parts.collection_digest, depth)}.json.gz"
+    lists: dict[str, list[str]] = {}
     if path.exists():
         try:
             lists = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-        except (OSError, EOFError, ValueError):  # a cache cut short: searched again
-            lists = None
-    if lists is None:
-        search = batched_search(parts.searcher, texts, depth)
-        lists = {t: list(search(t)) for t in dict.fromkeys(texts)}
+        except (OSError, EOFError, ValueError):  # a store cut short: searched again
+            lists = {}
+    missing = [t for t in dict.fromkeys(texts) if t not in lists]
+    if missing:
+        search = batched_search(parts.searcher, missing, depth)
+        lists.update({t: list(search(t)) for t in missing})
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(gzip.compress(json.dumps(lists).encode("utf-8")))
         tmp.replace(path)
 
