@@ -26,7 +26,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:1.2em au
          ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}td.n{white-space:nowrap}.art{color:#666;font-size:12px}"
          "img{max-width:100%;height:auto}.compact td{white-space:nowrap}"
          ".nb h3{margin:.9em 0 .2em;font-size:1.05em}.nb p{margin:0}small{color:#666}figcaption{font-size:.9em;color:#444}"
-         "figure{margin:0}")
+         "figure{margin:0}summary{cursor:pointer;color:#444}")
 
 # --------------------------------------------------------------------------- the page's parts
 def _table_html(df: pd.DataFrame, cls: str = "") -> str:
@@ -365,5 +365,6 @@ def speed_section(bench: Path) -> str:
             "recorded it: the design's own work, embedding its own queries included (no design reuses another's), "
             "plus, for LLM designs, the model's time recorded when each call was made. Runs may have shared the "
             "cores with other jobs, so these are upper bounds next to the benchmark's.</p>"
-            "<table><tr><th>step</th><th>what was measured</th><th>time</th><th>held to</th></tr>"
-            f"{rows}</table>")
+            f"<details><summary>Every step measured ({len(cells)} rows)</summary><div class=\"scroll\"><table><tr><th>step</th>"
+            "<th>what was measured</th><th>time</th><th>held to</th></tr>"
+            f"{rows}</table></div></details>")

@@ -136,7 +136,7 @@ its numbers.</p>
 <h2>How each run was produced</h2>
 <p>Per design, the conditions that share the same runs, models, backend and profile (a run stopped part-way is saved, not
 scored; its questions are counted):</p>
-{_table_html(runs)}
+<details><summary>The table ({len(runs)} rows)</summary>{_table_html(runs)}</details>
 {bench_html}
 </body></html>"""
     out = report_dir / "index.html"

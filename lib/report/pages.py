@@ -7,7 +7,7 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import shown_path
-from .display import markdown_code, markdown_text, readable, safe_table, styled
+from .display import markdown_code, markdown_text, readable, safe_table, styled, with_range
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -361,8 +361,8 @@ def reranker_report(profile) -> dict:
                              "(paired bootstrap, 95% range):"))
             show(d.drop(columns=["includes_zero"]), profile=profile)
             mrr = d[d.metric == "mrr_at_10"].iloc[0]
-            text += (f" As a design on the {len(sc.common)} dev questions: MRR@10 {mrr.delta:+.3f} "
-                     f"[{mrr.low:+.3f}, {mrr.high:+.3f}] against dense.")
+            text += (f" As a design on the {len(sc.common)} dev questions: MRR@10 "
+                     f"{with_range(mrr.delta, mrr.low, mrr.high)} against dense.")
     display(Markdown(text))
     out["sentence"] = text
     return out
