@@ -52,6 +52,24 @@ def test_power_on_a_subset_of_designs_says_what_it_needs(designs, why):
     assert why in power_sentence(pw)
 
 
+def test_a_results_folder_with_dense_alone_is_scored_and_one_without_dense_is_refused_by_name(tmp_path):
+    """The probe: the saved dense run alone in a results folder scores (summary, per-condition table,
+    breakdowns, power with its reason); a folder without dense stops with the baseline named."""
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.errors import DataError
+
+    shutil.copytree(ROOT / "results" / "dense", tmp_path / "only-dense" / "dense")
+    cfg = load_profile("offline", results_dir=str(tmp_path / "only-dense"))
+    assert list(pipeline.summary_for_profile(cfg).design) == ["dense"]
+    power = pipeline.condition_breakdowns(cfg)["power"]
+    assert power.empty and "sd_of_differences" in power.columns
+    assert "only dense is saved" in power_sentence(power_table(pipeline.load_scored(cfg).pq))
+    shutil.copytree(ROOT / "results" / "bm25", tmp_path / "no-dense" / "bm25")
+    with pytest.raises(DataError, match=r"no-dense/dense: the baseline \(dense\) has no complete run"):
+        pipeline.summary_for_profile(load_profile("offline", results_dir=str(tmp_path / "no-dense")))
+
+
 def test_power_with_dense_and_one_other_design_sizes_that_one():
     pw = power_table(scored(["dense", "bm25"]))
     assert sorted(set(pw.design)) == ["bm25"] and len(pw) == 2
