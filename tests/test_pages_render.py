@@ -1,7 +1,8 @@
 """The shipped report as a reader gets it: every link and image on every rendered page exists, and
-no page is wider than a 1400-px window (a wide table scrolls inside its own box instead of pushing
-the page sideways or being cut off), measured in headless Chromium. Skipped, with the reason, where
-the report is not rendered or Chromium is not installed (Debian: apt-get install chromium)."""
+no page is wider than its window at 1000, 1400 or 1600 px, nor any table wider than the box it sits
+in unless that box scrolls (a wide table scrolls inside its own box instead of pushing the page
+sideways or being cut off), measured in headless Chromium (one process, every page at every width).
+Skipped, with the reason, where the report is not rendered or Chromium is not installed (Debian: apt-get install chromium)."""
 import json
 import re
 import shutil
@@ -15,7 +16,7 @@ import pytest
 from lib.config import ROOT
 
 REPORT = ROOT / "report"
-WIDTH, HEIGHT = 1400, 900
+WIDTHS, HEIGHT = (1000, 1400, 1600), 900
 
 
 def pages() -> list[Path]:
@@ -83,7 +84,8 @@ function measure(doc, win) {
   for (const el of doc.querySelectorAll("table, img, pre, svg")) {
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.height === 0) continue;
-    let scrolls = false, clipped = false;
+    let scrolls = false, clipped = false, spills = false;
+    const parent = el.parentElement, pr = parent ? parent.getBoundingClientRect() : null;
     for (let a = el.parentElement; a && a !== doc.body; a = a.parentElement) {
       const ox = win.getComputedStyle(a).overflowX;
       // an interactive table's header row moves with its body, which scrolls (DataTables' scroll head)
@@ -91,24 +93,30 @@ function measure(doc, win) {
       if (ox === "auto" || ox === "scroll" || head) { scrolls = true; break; }
       if ((ox === "hidden" || ox === "clip") && r.right > a.getBoundingClientRect().right + 1) { clipped = true; break; }
     }
-    if (clipped || (!scrolls && r.right > vw + 1))
-      out.cut.push(el.tagName.toLowerCase() + " " + Math.round(r.width) + "px wide, right edge at " + Math.round(r.right));
+    // a table that scrolls within itself (display: block, overflow auto) is its own box
+    const own = win.getComputedStyle(el).overflowX;
+    if (own === "auto" || own === "scroll") scrolls = true;
+    if (!scrolls && el.tagName === "TABLE" && pr && pr.width > 0 && r.right > pr.right + 1) spills = true;
+    if (clipped || spills || (!scrolls && r.right > vw + 1))
+      out.cut.push(el.tagName.toLowerCase() + " " + Math.round(r.width) + "px wide, right edge at " + Math.round(r.right)
+                   + (spills ? " past its box's " + Math.round(pr.right) : ""));
   }
   return out;
 }
 """
 
 
-def _wrapper(paths: list[Path]) -> str:
-    frames = json.dumps([p.resolve().as_uri() for p in paths])
+def _wrapper(paths: list[Path], widths=WIDTHS) -> str:
+    frames = json.dumps([[p.resolve().as_uri(), w] for p in paths for w in widths])
     return f"""<!doctype html><html><body><pre id="out"></pre><script>{_MEASURE}
-const pages = {frames}; const res = {{}}; let left = pages.length;
+const frames = {frames}; const res = {{}}; let left = frames.length;
 function done() {{ document.getElementById("out").textContent = "RESULT" + JSON.stringify(res) + "END"; }}
-for (const p of pages) {{
+for (const [p, w] of frames) {{
   const f = document.createElement("iframe");
-  f.style.width = "{WIDTH}px"; f.style.height = "{HEIGHT}px";
+  f.style.width = w + "px"; f.style.height = "{HEIGHT}px";
   f.onload = () => setTimeout(() => {{
-    try {{ res[p] = measure(f.contentDocument, f.contentWindow); }} catch (e) {{ res[p] = {{error: String(e)}}; }}
+    try {{ res[p + " @" + w] = measure(f.contentDocument, f.contentWindow); }}
+    catch (e) {{ res[p + " @" + w] = {{error: String(e)}}; }}
     if (--left === 0) done();
   }}, 500);
   f.src = p; document.body.appendChild(f);
@@ -123,14 +131,14 @@ def chromium() -> str:
     pytest.skip("Chromium is not installed (Debian: apt-get install chromium), so the layout is not measured")
 
 
-def test_no_page_is_wider_than_the_window_and_no_table_is_cut(tmp_path):
-    found = pages()
-    browser = chromium()
-    wrapper = tmp_path / "measure.html"
-    wrapper.write_text(_wrapper(found), encoding="utf-8")
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-           "--hide-scrollbars", f"--window-size={WIDTH},{HEIGHT}", "--virtual-time-budget=60000", "--dump-dom",
-           wrapper.as_uri()]
+def layout_problems(found: list[Path], browser: str, scratch: Path, widths=WIDTHS) -> list[str]:
+    """Every page at every width, measured in one headless Chromium: what is wider than its window or
+    its box ("page.html @1000: table 1200px wide, ..."); empty when nothing is."""
+    wrapper = scratch / "measure.html"
+    wrapper.write_text(_wrapper(found, widths), encoding="utf-8")
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--allow-file-access-from-files", "--hide-scrollbars", f"--window-size={max(widths)},{HEIGHT}",
+           "--virtual-time-budget=60000", "--dump-dom", wrapper.as_uri()]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
@@ -138,14 +146,34 @@ def test_no_page_is_wider_than_the_window_and_no_table_is_cut(tmp_path):
     m = re.search(r"RESULT(\{.*\})END", done.stdout, re.S)
     assert m, f"Chromium gave no measurement (exit {done.returncode}): {done.stderr[-1500:]}"
     res = json.loads(m.group(1))
-    assert len(res) == len(found)
+    assert len(res) == len(found) * len(widths)
     problems = []
-    for url, r in res.items():
-        name = Path(unquote(url)).name
+    for key, r in res.items():
+        url, width = key.rsplit(" @", 1)
+        name = f"{Path(unquote(url)).name} @{width}"
         if "error" in r:
             problems.append(f"{name}: {r['error']}")
             continue
         if r["scroll"] > r["client"] + 1:
             problems.append(f"{name}: the page is {r['scroll']} px wide in a {r['client']}-px window")
         problems += [f"{name}: {c}" for c in r["cut"]]
+    return problems
+
+
+def test_no_page_is_wider_than_the_window_and_no_table_is_cut(tmp_path):
+    found = pages()
+    problems = layout_problems(found, chromium(), tmp_path)
     assert not problems, "\n".join(problems)
+
+
+def test_the_measurement_finds_a_cut_table_and_passes_one_that_scrolls(tmp_path):
+    """The measurement itself, on two small pages: a 1,500-px table in a plain box is reported at
+    1000 and 1400 px, the same table in a box that scrolls is not."""
+    browser = chromium()
+    row = "<tr>" + "".join(f"<td style='min-width:140px'>cell {i}</td>" for i in range(10)) + "</tr>"
+    cut, fits = tmp_path / "cut.html", tmp_path / "fits.html"
+    cut.write_text(f"<!doctype html><body><div style='max-width:900px'><table>{row}</table></div></body>")
+    fits.write_text(f"<!doctype html><body><div style='overflow-x:auto'><table>{row}</table></div></body>")
+    problems = layout_problems([cut, fits], browser, tmp_path)
+    assert problems and all(p.startswith("cut.html") for p in problems), problems
+    assert {p.split(":")[0] for p in problems} >= {"cut.html @1000", "cut.html @1400"}
