@@ -25,7 +25,7 @@ from .index_html import (STYLE, _md_bold, _table_html, agent_html, conditions_li
 from .index_numbers import (DEFAULT_CONDITION, LOSS_ACCOUNT, METRICS, _profile, _scored, conditions_from,  # noqa: F401
                             conditions_from_summary, loss_account, notebook_titles, overall, runs_table, scale_rows,
                             verdict)
-from .index_words import (QUESTION, compact_table, headline_answer, headline_table, parts_note, readme_answer,  # noqa: F401
+from .index_words import (QUESTION, compact_table, headline_answer, split_scope, headline_table, parts_note, readme_answer,  # noqa: F401
                           readme_results, rerank_short, why_words)
 
 # --------------------------------------------------------------------------- the README's first screen
@@ -102,7 +102,7 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(QUESTION)}</title><style>{STYLE}</style></head><body>
 <h1>{html.escape(QUESTION)}</h1>
-<p class="answer">{_md_bold(answer)}</p>
+{"".join(f'<p class="answer">{_md_bold(part)}</p>' for part in split_scope(answer))}
 <figure>{head_img}{caption}</figure>
 {headline_block}
 <p>{html.escape(note)} Profile <b>{html.escape(cfg.name)}</b>; every number on this page is computed from the saved runs

@@ -321,10 +321,19 @@ def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -
     return out
 
 
+def split_scope(answer: str) -> list[str]:
+    """The answer as its paragraphs: the scope sentence on its own, then the rest (one paragraph
+    where the answer has no scope sentence)."""
+    if answer.startswith("Scope:") and ". **" in answer:
+        scope, rest = answer.split(". **", 1)
+        return [scope + ".", "**" + rest]
+    return [answer]
+
+
 def readme_answer(table: pd.DataFrame, profile, figure: str | None) -> str:
     """The README's answer paragraph (the index's answer, its scope first) and the headline figure
     under it."""
-    text = headline_answer(table, profile)
+    text = "\n\n".join(split_scope(headline_answer(table, profile)))
     img = (f"\n\n![Each design minus dense with its 95% range, per condition, one scale per measure; the article's "
            f"published differences in black]({figure})") if figure else ""
     return text.strip() + img
