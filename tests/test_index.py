@@ -187,6 +187,11 @@ def test_a_pages_finding_is_read_from_its_finding_section_first(tmp_path):
                     "More.</p></section><p><strong>Reading.</strong> On the first 60 dev questions it cited 92%.</p>")
     assert page_finding(page) == ("This page leads with the chosen loop (chosen on the dev set, below). Over 297 "
                                   "questions it cited the source in 89% of questions.")
+    page.write_text("<section class=\"finding\"><p><strong>Finding.</strong> Each design's loss, split among its parts:</p>"
+                    "<ul><li><strong>full questions.</strong> The agent loses 0.046, mostly its stops. More.</li></ul>"
+                    "</section>")
+    assert page_finding(page) == ("Each design's loss, split among its parts: full questions. The agent loses 0.046, "
+                                  "mostly its stops.")
     page.write_text("<p><strong>Reading.</strong> dense reaches recall@5 0.987. It makes 1 search.</p>")
     assert page_finding(page) == "dense reaches recall@5 0.987."
 

@@ -305,24 +305,29 @@ def why_html(links: dict[str, str | None], pages_dir: Path) -> str:
             f"yet</b>: that analysis is {state}.{cases}</p>")
 
 
-_LEAD = re.compile(r"<strong>(Reading|In short)\.</strong>(.*?)</p>", re.S)
+_LABEL = re.compile(r"<strong>(Reading|In short|Finding)\.</strong>", re.S)
 
 
 def page_finding(page: Path) -> str | None:
-    """A rendered notebook's finding, as plain text: the first sentence of the generated reading in
-    the page's finding section (the cells tagged ``finding``, shown first), else of its first
-    paragraph that starts "Reading."; a first sentence with no number is followed by the next one
-    (page 9's "In short." first says which loop it leads with). None when the page has none."""
+    """A rendered notebook's finding, as plain text: the first sentence of the generated text that
+    follows the first "Reading.", "In short." or "Finding." label in the page's finding section (the
+    cells tagged ``finding``, shown first), else of its first paragraph that starts "Reading."; a
+    first sentence with no number is followed by the next one (page 9's "In short." first says which
+    loop it leads with). None when the page has none."""
     if not page.exists():
         return None
     text = page.read_text(encoding="utf-8", errors="replace")
     lead = re.search(r'<section class="finding">(.*?)</section>', text, re.S)
-    m = _LEAD.search(lead.group(1)) if lead else None
-    if m is None:
-        m = re.search(r"<strong>(Reading)\.</strong>(.*?)</p>", text, re.S)
-    if not m:
-        return None
-    plain = " ".join(html.unescape(re.sub(r"<[^>]+>", "", m.group(2))).split())
+    label = _LABEL.search(lead.group(1)) if lead else None
+    if label is not None:
+        body = lead.group(1)[label.end():]
+    else:
+        m = re.search(r"<strong>Reading\.</strong>(.*?)</p>", text, re.S)
+        if not m:
+            return None
+        body = m.group(1)
+    plain = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+    plain = re.sub(r"\s+([.,;:)\]])", r"\1", plain).replace("( ", "(")
     sentences = re.split(r"(?<=[a-z0-9)\]%])\.\s+(?=[A-Z])", plain)
     first = sentences[0]
     if not re.search(r"\d", first) and len(sentences) > 1:
