@@ -246,7 +246,8 @@ def fidelity_html(profile) -> str:
     same = int(table[title].str.startswith("same").sum())
     return (f"<p>{len(subs)} of {len(table)} settings and procedures differ from the article in the {cfg.name} profile "
             f"({same} are the same); each with why (<code>data/fidelity.yaml</code>, checked against the profile files "
-            "by the tests):</p>" + _table_html(subs, "fidelity")
+            "by the tests):</p>" + f"<details><summary>The {len(subs)} that differ, each with why</summary>"
+            + _table_html(subs, "fidelity") + "</details>"
             + "<details><summary>Every row, both profiles</summary>" + _table_html(table, "fidelity") + "</details>")
 
 
