@@ -62,7 +62,9 @@ class LeadWithFinding(Preprocessor):
             after = []
             if len(paragraphs) > 2:
                 title = nbformat.from_dict({**title, "source": "\n\n".join(paragraphs[:2])})
-                after = [nbformat.v4.new_markdown_cell(paragraphs[2])]
+                # the rest of the prose as a cell of its own, its id from the title's (a random one would
+                # make every render of an unchanged page differ)
+                after = [nbformat.v4.new_markdown_cell(paragraphs[2], id=f"{rest[at].get('id') or 'title'}-rest"[:64])]
             nb.cells = rest[:at] + [title] + lead + after + rest[at + 1:]
         return nb, resources
 
