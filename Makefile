@@ -13,13 +13,15 @@ NB ?= 01
 PARAMS ?=
 # EXTEND=1: the one switch that lets a notebook add new results to the shipped study (results/, data/llm_records/);
 # without it a run that would add to them is refused, and a run number beyond n_runs gets its own folder
-ALLPARAMS := $(PARAMS) $(if $(filter 1,$(EXTEND)),-p extend_shipped true)
 export PYTHONPATH := $(CURDIR)
 export HF_HUB_OFFLINE := $(if $(filter article,$(PROFILE)),0,1)
 export TOKENIZERS_PARALLELISM := false
 # the rendered pages carry no progress bars: other libraries' bars (written to the page) are off; the
 # project's own (lib/progress.py: embedding, BM25, HNSW, each design's run) go to the terminal only
 export TQDM_DISABLE := 1
+# OpenMP threads (torch's and llama.cpp's) sleep rather than spin between computations: on shared cores a
+# spinning thread took the core from the one it waited for (lib/llm/local_backend.py passive_omp_threads)
+export OMP_WAIT_POLICY := $(or $(OMP_WAIT_POLICY),PASSIVE)
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
@@ -63,11 +65,17 @@ build/.notebooks-synced: $(wildcard notebooks/*.py notebooks/*.ipynb)
 # in one kernel, reset before each notebook, so libraries and models load once (lib/report/execute.py)
 NOTEBOOK_DIR ?= notebooks
 # (the settings are checked first, as scripts/check_settings.py checks them: exit 2 before any work)
-RUN_NOTEBOOKS = $(BIN)/python scripts/run_notebooks.py --profile-file $(PROFILE_FILE) --notebooks-dir $(NOTEBOOK_DIR) \
-  --failed-root $(or $(FAILED_DIR),build/failed)
 
+# (PROFILE, PARAMS, EXTEND, NOTEBOOKS and the folders reach the runner through the environment, as for
+# `make study` below: no value a user types is pasted into a shell line)
+report: export RUN_PROFILE := $(value PROFILE)
+report: export RUN_PARAMS := $(value PARAMS)
+report: export RUN_EXTEND := $(value EXTEND)
+report: export RUN_NOTEBOOK_NAMES := $(value NOTEBOOKS)
+report: export RUN_NOTEBOOK_DIR := $(value NOTEBOOK_DIR)
+report: export RUN_FAILED_ROOT := $(value FAILED_DIR)
 report: setup sync
-	@$(RUN_NOTEBOOKS) $(NOTEBOOKS) -- $(PROFILE) $(ALLPARAMS)
+	@$(BIN)/python scripts/run_notebooks.py --from-env
 
 # the whole study on your own data, one command: make study DOCS=path [QUESTIONS=path] [QRELS=path] [NAME=name]
 # [FIELDS=id=doc_id,text=body] [QUESTION_FIELDS=...] [METADATA=a,b] [SET="llm_backend=openai llm_model=m"]

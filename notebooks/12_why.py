@@ -61,7 +61,7 @@ from lib import pipeline
 from lib.config import notebook_profile
 from lib.evaluation import attribution, breakeven, loss
 from lib.io import write_text
-from lib.report import index_numbers, why, why_plots
+from lib.report import why, why_plots
 from lib.report.display import safe_table
 from lib.report.model_size import model_label
 from lib.report.pages import open_page, reading
@@ -78,11 +78,9 @@ DEFAULT = "full questions"
 conditions = sorted(dict.fromkeys(attr.condition) if not attr.empty else [], key=lambda c: c != DEFAULT)
 designs = list(dict.fromkeys(attr.design)) if not attr.empty else []
 out_dir = pipeline.results_dir(cfg)
-# saved for the report's index: the attribution (its "why" per condition) and the break-even (its reading);
-# the old residual account is still written for the index until it reads the attribution
+# saved for the report's index: the attribution (its "why" per condition) and the break-even (its reading)
 write_text(out_dir / why.ATTRIBUTION_CSV, attr.to_csv(index=False))
 write_text(out_dir / why.BREAK_EVEN_CSV, be_table.to_csv(index=False))
-write_text(out_dir / index_numbers.LOSS_ACCOUNT, loss.account_table(losses, "mrr_at_10").to_csv(index=False))
 
 
 def say(text):

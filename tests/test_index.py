@@ -109,25 +109,26 @@ def test_queries_are_embedded_by_the_model_once_per_answer(minilm_embedder, tmp_
     assert sorted(emb.encoded) == sorted(["protein folding"] * 2 + [q] * 2)  # each design embeds each question
 
 
-def test_the_per_condition_answer_says_which_part_accounts_for_the_agents_loss():
-    """From the loss notebook's saved account (MRR@10): the merge's part, the queries' part, the oracle stop."""
+def test_the_per_condition_answer_names_each_parts_share_from_the_attribution():
+    """The index's line per condition carries page 12's attribution (lib.report.why), not a residual split:
+    an AND of stop, queries and merge is split in thirds, and a loop's wrong citation is named alone."""
     import pandas as pd
 
-    from lib.report.index_page import why_words
+    from lib.evaluation import attribution as at
+    from lib.report.index_html import condition_answer
 
-    acc = pd.DataFrame([{"condition": "full questions", "design": "agent", "loss": 0.046, "merge_part": 0.060,
-                         "queries_part": -0.014, "merge_share": 1.30, "queries_share": -0.30, "stop_part": 0.021,
-                         "worse_share": 0.41, "better_share": 0.22},
-                        {"condition": "short questions", "design": "agent", "loss": 0.040, "merge_part": 0.010,
-                         "queries_part": 0.030, "merge_share": 0.25, "queries_share": 0.75, "stop_part": 0.0,
-                         "worse_share": 0.5, "better_share": 0.1}])
-    full = why_words(acc, "full questions")
-    assert "Why the agent loses here (MRR@10 -0.046 against dense" in full and "the merge accounts for all of it" in full
-    assert "0.014 above dense" in full and "costs 0.060" in full and "+0.021" in full and "41%" in full
-    short = why_words(acc, "short questions")
-    assert "the merge accounts for 25% (0.010) and its queries for 75% (0.030)" in short
-    assert why_words(acc, "two-part questions") == "" and why_words(pd.DataFrame(), "full questions") == ""
-    assert why_words(acc.assign(loss=-0.01), "full questions") == ""  # no loss, nothing to account for
+    acc = pd.concat([at.summary(pd.DataFrame([at.attribute(at.Case("agent", "s", ["s", "a", "b"],
+                                                                   [["s", "a", "b"], ["a", "b", "s"]], 1, qid="q"))]),
+                                "full questions", "agent")], ignore_index=True)
+    table = pd.DataFrame([{"condition": "full questions", "design": d, "questions": 1, "dense_misses_at_5": 0,
+                           "recall_at_5_delta": x, "mrr_at_10_delta": x, "recall_at_5_low": x, "recall_at_5_high": x,
+                           "mrr_at_10_low": x, "mrr_at_10_high": x, "llm_calls": 0.0, "latency_median_s": 0.1}
+                          for d, x in (("dense", 0.0), ("agent", -0.5))])
+    text = condition_answer(table, accounts=acc)
+    assert "Why the agent loses here" in text and "the stop judgement 0.167 (33%)" in text
+    assert "the merge (RRF) 0.167 (33%)" in text and "the new queries 0.167 (33%)" in text
+    assert "accounts for all of it" not in text
+    assert "Why the agent" not in condition_answer(table, accounts=pd.DataFrame())
 
 
 def test_escalate_that_never_escalates_is_left_out_and_said_why():
@@ -167,9 +168,11 @@ def test_a_note_on_a_design_not_run_stands_apart_from_the_agents_explanation():
     table = pd.DataFrame([row("full questions", "dense"), row("full questions", "agent"),
                           row("full questions", "loop_question_first"), row("short questions", "dense"),
                           row("short questions", "agent")])
-    acc = pd.DataFrame([{"condition": "short questions", "design": "agent", "loss": 0.046, "merge_part": 0.060,
-                         "queries_part": -0.014, "merge_share": 1.30, "queries_share": -0.30, "stop_part": 0.021,
-                         "worse_share": 0.41, "better_share": 0.22}])
+    from lib.evaluation import attribution as at
+
+    acc = at.summary(pd.DataFrame([at.attribute(at.Case("agent", "s", ["s", "a", "b"],
+                                                        [["s", "a", "b"], ["a", "b", "s"]], 1, qid="q"))]),
+                     "short questions", "agent")
     short = condition_answer(table, accounts=acc).split("<li>")[2]
     note, why = short.find(". Not run in this condition yet: loop_question_first"), short.find("Why the agent loses")
     assert -1 < note < why, short

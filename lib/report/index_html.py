@@ -13,9 +13,10 @@ import pandas as pd
 
 from .article import article_cell, shows_article
 from .display import DASH, calls_a_model, design_namer, fixed, missing, number, seconds, with_range
+from .why import break_even_line, why_clause
 from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, METRICS, _profile, _registry_order, _scored,
                             notebook_titles, scale_rows, verdict)
-from .index_words import (ARTICLE_DESIGNS, DESIGN_WORDS, _not_scored_note, rerank_short, rerank_step_words, why_words,
+from .index_words import (ARTICLE_DESIGNS, DESIGN_WORDS, _not_scored_note, rerank_short, rerank_step_words,
                           worth_its_cost)
 
 
@@ -173,9 +174,10 @@ def without_idle_escalate(table: pd.DataFrame, profile) -> tuple[pd.DataFrame, s
 
 
 def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = None,
-                     accounts: pd.DataFrame | None = None) -> str:
-    """Per condition, in words: does any design beat dense, and by how much, and (where the loss
-    notebook has taken it apart) which part accounts for the agent's loss (generated)."""
+                     accounts: pd.DataFrame | None = None, breakeven: pd.DataFrame | None = None) -> str:
+    """Per condition, in words: does any design beat dense, and by how much, and (where page 12 has
+    taken it apart) each part's share of the agent's loss and what judge it would need to break even
+    (the sentences of :mod:`lib.report.why`, from the saved attribution and break-even tables)."""
     name = names or (lambda d: d)
     accounts = accounts if accounts is not None else pd.DataFrame()
     out = []
@@ -198,7 +200,9 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
         if absent:
             text += f". Not run in this condition yet: {html.escape(', '.join(absent))}"
         text += html.escape(worth_its_cost(g, name))
-        text += html.escape(why_words(accounts, c, "agent", name))
+        text += html.escape(why_clause(accounts, c, "agent", name))
+        even = break_even_line(breakeven, c) if breakeven is not None else ""
+        text += html.escape(f". {even.rstrip('.')}" if even else "")
         out.append(f"<li>{text}.</li>")
     return "<ul>" + "".join(out) + "</ul>"
 

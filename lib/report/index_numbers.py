@@ -120,15 +120,6 @@ def overall(row) -> str | None:
 
 ESCALATION_CHOICE = ROOT / "results" / "dev" / "escalation_selection.json"
 
-LOSS_ACCOUNT = "loss_account.csv"  # page 12's account of each LLM design's MRR@10 loss, per condition (saved data)
-
-
-def loss_account(results_dir: Path) -> pd.DataFrame:
-    """The saved account of the LLM designs' losses (written by the loss notebook); empty when none."""
-    path = Path(results_dir) / LOSS_ACCOUNT
-    return pd.read_csv(path) if path.exists() else pd.DataFrame()
-
-
 def runs_table(profile, table: pd.DataFrame) -> pd.DataFrame:
     """How each run was produced, compactly: per design, the conditions with the same runs, models,
     backend and profile; a run stopped part-way is named with its question count (saved, not scored)."""
@@ -197,6 +188,18 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
     "llm_escalate_call": ("escalation decision (local LLM)", "median of the recorded calls", "none (recorded when run)"),
     "llm_loop_call": ("one tool-calling loop turn (local LLM)", "median of the recorded turns, prefix reuse on",
                       "none (recorded when run)"),
+    "llm_llama_speed": ("llama.cpp's own speed (local LLM)", "prompt and generation tokens per second, llama_perf_context",
+                        "the bound the calls are held to"),
+    "llm_call_agent": ("agent decision through the call path", "the last recorded requests, replayed live in order",
+                       "1.2x the llama.cpp bound"),
+    "llm_call_multiquery": ("multi-query rewrite through the call path", "the last recorded requests, replayed live in order",
+                            "1.2x the llama.cpp bound"),
+    "llm_call_loop": ("loop turn through the call path", "the last recorded requests, replayed live in order",
+                      "1.2x the llama.cpp bound"),
+    "llm_prefix_agent": ("prefix reuse, agent", "share of recorded prompt tokens a prefix cache could skip", "none"),
+    "llm_prefix_multiquery": ("prefix reuse, multi-query", "share of recorded prompt tokens a prefix cache could skip",
+                              "none"),
+    "llm_prefix_loop": ("prefix reuse, loop", "share of recorded prompt tokens a prefix cache could skip", "none"),
     "report_rerender": ("re-rendering the report", "make report from the saved runs (scripts/bench_render.py): CPU time "
                         "of every process it started, user + system, and wall time", "2 minutes of CPU"),
 }

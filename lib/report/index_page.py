@@ -22,11 +22,12 @@ from .display import design_namer
 from .index_html import (STYLE, _md_bold, _table_html, agent_html, conditions_list, cost_html, designs_html,  # noqa: F401
                          fidelity_html, notebooks_html, page_finding, power_html, scores_html, speed_section,
                          study_html, why_html, without_idle_escalate, condition_answer)
-from .index_numbers import (DEFAULT_CONDITION, LOSS_ACCOUNT, METRICS, _profile, _scored, conditions_from,  # noqa: F401
-                            conditions_from_summary, loss_account, notebook_titles, overall, runs_table, scale_rows,
+from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _scored, conditions_from,  # noqa: F401
+                            conditions_from_summary, notebook_titles, overall, runs_table, scale_rows,
                             verdict)
+from .why import attribution_table, break_even_table
 from .index_words import (QUESTION, compact_table, headline_answer, split_scope, headline_table, parts_note, readme_answer,  # noqa: F401
-                          readme_results, rerank_short, why_words)
+                          readme_results, rerank_short)
 
 # --------------------------------------------------------------------------- the README's first screen
 README = ROOT / "README.md"
@@ -117,7 +118,7 @@ when the report is built.</p>
 range that excludes 0 is a difference the question sample alone would not produce.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
 {scores_html(others, cfg) if not others.empty else ("" if headline_block else "<p>No scored runs yet.</p>")}
-<h3>Per condition, in words</h3>{condition_answer(table, name, loss_account(results_dir)) if not table.empty else ""}
+<h3>Per condition, in words</h3>{condition_answer(table, name, attribution_table(results_dir), break_even_table(results_dir)) if not table.empty else ""}
 {power_html(Path(results_dir))}
 {extra}
 <h2>Why the agent wins or loses</h2>

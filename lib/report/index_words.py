@@ -275,29 +275,6 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
     return pd.DataFrame(rows).fillna("")
 
 
-def why_words(accounts: pd.DataFrame, condition: str, design: str = "agent",
-              names: Callable[[str], str] | None = None) -> str:
-    """Which part accounts for a design's MRR@10 loss in one condition, with its numbers (from the saved
-    account: the merge's part, best single list − fused; the queries' part, dense − best single list;
-    the gain of an oracle stop over the same queries); empty when not analysed or no loss."""
-    name = "the agent" if design == "agent" else (names or (lambda d: d))(design)
-    if accounts.empty:
-        return ""
-    row = accounts[(accounts.condition == condition) & (accounts.design == design)]
-    if row.empty or not round(float(row.iloc[0].loss), 3) > 0:
-        return ""
-    r = row.iloc[0]
-    if r.queries_part <= 0:
-        part = (f"the merge accounts for all of it: the best single list among its own searches is "
-                f"{-r.queries_part:.3f} above dense, and fusing them costs {r.merge_part:.3f}")
-    elif r.merge_part <= 0:
-        part = f"its queries account for all of it ({r.queries_part:.3f}); the merge costs nothing"
-    else:
-        part = (f"the merge accounts for {r.merge_share:.0%} ({r.merge_part:.3f}) and its queries for "
-                f"{r.queries_share:.0%} ({r.queries_part:.3f})")
-    return (f". Why {name} loses here (MRR@10 {-r.loss:+.3f} against dense, page 12): {part}; stopping exactly "
-            f"when the source was shown would change it by {r.stop_part:+.3f}, and {r.worse_share:.0%} of its new "
-            f"queries ranked the source worse than the question, {r.better_share:.0%} better")
 
 
 def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:

@@ -28,7 +28,8 @@ STEP_WORDS = {"both cited": "both papers cited", "read, not cited": "the second 
 
 
 def _name(design: str, names: Callable[[str], str] | None = None) -> str:
-    return names(design) if names else DESIGN_WORDS.get(design, design)
+    """The design's words: the sentence's own ("the agent") where it has them, else the report's label."""
+    return DESIGN_WORDS.get(design) or (names(design) if names else design)
 
 
 def _pct(x: float) -> str:
