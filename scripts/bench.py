@@ -12,6 +12,8 @@ The local model (--llm, part of the full run when `make local-llm` installed it)
 and generation speed, and each LLM design's last BENCH_LLM_CALLS (default 8) recorded requests through the
 project's call path with prefix reuse and without, their ratio to the llama.cpp bound, and whether each
 reply is the recorded one (llm_bench). The machine's load average is written beside each figure.
+--llm-server (or --llm-server-only) also measures llama-cpp-python's OpenAI-compatible server on loopback:
+questions per minute one request at a time and openai_concurrency at once (llm_server_bench).
 
 Dense search at scale runs only when asked, and alone (the rest kept as with --*-only):
 ``--scale 100000,1000000`` times numpy exact, faiss-flat and faiss-hnsw over that many synthetic 384-d
@@ -34,6 +36,9 @@ import sys
 import time
 from pathlib import Path
 
+# OpenMP threads sleep rather than spin between computations (lib.llm.local_backend.passive_omp_threads): read
+# once by the first OpenMP runtime loaded (torch's, which llama.cpp then shares), so set before any import
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib.config import ROOT  # noqa: E402
 
@@ -158,6 +163,9 @@ def llm_bench(n_calls: int, log=print) -> dict:
     """
     import gc
 
+    from lib.llm.local_backend import passive_omp_threads
+
+    wait_policy = passive_omp_threads()  # before llama_cpp is imported (its libgomp reads it once)
     import numpy as np
     from llama_cpp import Llama
 
@@ -236,6 +244,7 @@ def llm_bench(n_calls: int, log=print) -> dict:
     tg = float(np.median([s["tg_tokens_per_s"] for s in speeds]))
     steps["llm_llama_speed"] = {
         "pp_tokens_per_s": pp, "tg_tokens_per_s": tg, "runs": speeds, "threads": backend.n_threads,
+        "omp_wait_policy": wait_policy,
         "summary": f"prompt {pp:.1f} tok/s, generation {tg:.1f} tok/s (llama.cpp's own timings, {backend.n_threads} "
                    f"threads, median of before and after the calls; load average "
                    f"{speeds[0]['loadavg'][0]:.1f} and {speeds[-1]['loadavg'][0]:.1f})"}
@@ -253,6 +262,74 @@ def llm_bench(n_calls: int, log=print) -> dict:
             f"{rep['no_prefix_equals_recorded']}/{rep['n']} without; load {row['loadavg_before'][0]:.1f}-"
             f"{row['loadavg_after'][0]:.1f}")
     return steps
+
+
+def llm_server_bench(n_questions: int, concurrency: int, log=print) -> dict:
+    """Throughput of llama-cpp-python's OpenAI-compatible server on this machine (loopback only):
+    the last ``n_questions`` recorded multi-query rewrites (one call a question), their grammar sent,
+    through the openai backend one at a time and then ``concurrency`` at once (``openai_concurrency``,
+    :meth:`OpenAIBackend.complete_many`): questions per minute. The server answers one request at a
+    time (llama-cpp-python serialises them behind one lock: it has no parallel slots, unlike
+    llama.cpp's own llama-server), so concurrency can only overlap the HTTP round trips."""
+    import socket
+    import urllib.request
+
+    from lib.llm import RecordStore
+    from lib.llm.base import LLMRequest
+    from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model
+    from lib.llm.openai_backend import OpenAIBackend
+    from lib.llm.records import records_dir
+
+    model = local_model(DEFAULT_LOCAL_MODEL)
+    recs = list(RecordStore(records_dir("local", model.name)).records("rewrite").values())[-n_questions:]
+    requests = [LLMRequest.from_record(r) for r in recs]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    threads = os.environ.get("LOCAL_LLM_THREADS", "2")
+    log_file = ROOT / "build" / "bench-llama-server.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model.file), "--model_alias", model.name,
+           "--n_ctx", "2048", "--n_threads", threads, "--n_threads_batch", threads, "--host", "127.0.0.1",
+           "--port", str(port), "--verbose", "false"]
+    with open(log_file, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    row: dict = {"questions": len(requests), "concurrency": concurrency}
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"llama_cpp.server exited with {proc.returncode}; see {log_file}")
+            try:
+                with urllib.request.urlopen(base + "/models", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"llama_cpp.server did not answer within 180 s; see {log_file}")
+                time.sleep(0.5)
+        for n in (1, concurrency):
+            backend = OpenAIBackend(model.name, base_url=base, concurrency=n, send_grammar=True, max_retries=0,
+                                    timeout_s=600)
+            at = [round(x, 2) for x in os.getloadavg()]
+            t0 = time.perf_counter()
+            replies = backend.complete_many(requests)
+            wall = time.perf_counter() - t0
+            row[f"slots_{n}"] = {"wall_s": wall, "questions_per_min": len(requests) / wall * 60, "loadavg": at,
+                                 "same_as_recorded": sum(r.text == rec["response"]["text"] for r, rec in zip(replies, recs))}
+            log(f"server, {n} at once: {len(requests) / wall * 60:.1f} questions/min (load {at})")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    one, many = row["slots_1"], row[f"slots_{concurrency}"]
+    row["summary"] = (f"{one['questions_per_min']:.1f} questions/min one at a time, {many['questions_per_min']:.1f} with "
+                      f"{concurrency} in flight (llama-cpp-python's server, multi-query rewrites; it answers one "
+                      f"request at a time); load {one['loadavg'][0]:.1f} and {many['loadavg'][0]:.1f}")
+    return {"llm_server_throughput": row}
 
 
 def main(argv: list[str]) -> None:
@@ -299,17 +376,25 @@ def main(argv: list[str]) -> None:
     elif "--llm-only" in argv and BENCH.exists():  # keep the rest, measure the local model again
         out = json.loads(BENCH.read_text())
         argv.append("--llm")
+    elif "--llm-server-only" in argv and BENCH.exists():  # keep the rest, measure the server's throughput again
+        out = json.loads(BENCH.read_text())
+        argv.append("--llm-server")
     else:
         argv += ["--models", "--search", "--snapshot", "--llm"]
 
-    if "--llm" in argv:  # the local model: llama.cpp's own speed against the project's call path
+    if "--llm" in argv or "--llm-server" in argv:  # the local model: llama.cpp's own speed against the call path
         from lib.llm.local_backend import LOCAL_MODEL_FILE
 
         if importlib.util.find_spec("llama_cpp") is None or not LOCAL_MODEL_FILE.exists():
             print("local model not installed (make local-llm): its speed is not measured")
         else:
-            out["steps"].update(llm_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
-                                          log=lambda m: print("  " + m, flush=True)))
+            if "--llm" in argv:
+                out["steps"].update(llm_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
+                                              log=lambda m: print("  " + m, flush=True)))
+            if "--llm-server" in argv:  # llama-cpp-python's server: one request in flight against several
+                out["steps"].update(llm_server_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
+                                                     load_profile("offline").openai_concurrency,
+                                                     log=lambda m: print("  " + m, flush=True)))
 
     if "--models" in argv:  # embedding, dense search and rerank variants, measured in one run
         # --- embedding throughput

@@ -10,6 +10,9 @@ import os
 import sys
 from pathlib import Path
 
+# OpenMP threads sleep rather than spin between computations (lib.llm.local_backend.passive_omp_threads): read
+# once by the first OpenMP runtime loaded (torch's, which llama.cpp then shares), so set before any import
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib import pipeline  # noqa: E402
 from lib.config import env_overrides, load_profile  # noqa: E402

@@ -80,7 +80,7 @@ def test_a_calls_time_against_the_llama_cpp_bound():
              {"wall_s": 4.0, "prompt_tokens": 300, "output_tokens": 20, "reused": 0, "prompt_eval_s": 3.0, "gen_s": 0.5}]
     f = llm_call_figures(calls, pp_per_s=100.0, tg_per_s=10.0)
     # bounds: 1 + 1 = 2 s and 3 + 2 = 5 s (all prompt tokens); 0.2 + 1 = 1.2 s and 5 s (the tokens evaluated)
-    assert f["median_bound_s"] == pytest.approx(3.5) and f["ratio_to_bound"] == pytest.approx((3.0 + 0.8) / 2)
+    assert f["n"] == 2 and f["median_bound_s"] == pytest.approx(3.5) and f["ratio_to_bound"] == pytest.approx((3.0 + 0.8) / 2)
     assert f["ratio_to_bound_evaluated"] == pytest.approx((5.0 + 0.8) / 2)
     assert f["reused_share"] == pytest.approx(80 / 400) and f["median_outside_llama_s"] == pytest.approx((3.0 + 0.5) / 2)
 

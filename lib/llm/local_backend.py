@@ -92,6 +92,18 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def passive_omp_threads() -> str:
+    """Let llama.cpp's OpenMP threads sleep, not spin, between its computations (``OMP_WAIT_POLICY``
+    PASSIVE unless set). libgomp reads it once, when the process first loads it: torch's copy is
+    loaded by the embedder and llama.cpp shares it, so the Makefile, scripts/run_designs.py and
+    scripts/bench.py set it at start; here it only helps a process that loads llama.cpp first.
+    On a machine whose cores other jobs share, a spinning thread takes the core from the thread it
+    waits for: measured here at load 5-6 on 2 cores, 2 threads generated 0.9-2.2 tokens/s spinning
+    and 6.2-6.6 sleeping (prompt 17-27 against 31-49). The arithmetic is the same either way, so
+    the replies are too. Returns the policy in force."""
+    return os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 # context window per request kind where the default (2048 tokens) is too small: the tool-calling
 # loop's conversation grows turn by turn (its token budget bounds it well below this)
 N_CTX_BY_KIND = {"loop": 8192, "loop_question_first": 8192}
@@ -122,6 +134,7 @@ class LocalBackend:
 
     def __init__(self, model: str, model_path: Path | None = None, n_threads: int | None = None,
                  n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None, prefix_cache: bool | None = None):
+        passive_omp_threads()
         try:
             import llama_cpp  # noqa: F401
         except ImportError as exc:

@@ -275,7 +275,7 @@ def llm_call_figures(calls: Sequence[dict], pp_per_s: float, tg_per_s: float) ->
     evaluated = [call_bound_s(c["prompt_tokens"] - c["reused"], c["output_tokens"], pp_per_s, tg_per_s) for c in calls]
     outside = [c["wall_s"] - c.get("prompt_eval_s", 0.0) - c.get("gen_s", 0.0) for c in calls]
     prompt = sum(c["prompt_tokens"] for c in calls)
-    return {"calls": len(calls), "median_s": med(wall), "p90_s": float(np.quantile(wall, 0.9)) if wall else float("nan"),
+    return {"n": len(calls), "median_s": med(wall), "p90_s": float(np.quantile(wall, 0.9)) if wall else float("nan"),
             "median_prompt_tokens": med([c["prompt_tokens"] for c in calls]),
             "median_output_tokens": med([c["output_tokens"] for c in calls]),
             "median_bound_s": med(full), "ratio_to_bound": med([w / b for w, b in zip(wall, full)]),
