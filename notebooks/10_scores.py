@@ -44,7 +44,7 @@ from lib.evaluation import power, scores
 from lib.io import write_json
 from lib.report import loop as loop_report
 from lib.report import plots
-from lib.report.display import design_namer
+from lib.report.display import design_namer, fixed
 from lib.report.index_page import conditions_from, headline_table
 from lib.report.pages import open_page, reading, show, whole_table
 
@@ -251,11 +251,11 @@ measure = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 dense_row = summary.set_index("design").loc["dense"]
 text = (f"Over {len(common)} questions (dense: recall@5 {dense_row.recall_at_5:.3f}, MRR@10 {dense_row.mrr_at_10:.3f}), "
         + "with measurably meaning a Holm-adjusted p below 0.05 over every comparison the index makes: "
-        + ("measurably better than dense: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f}, "
+        + ("measurably better than dense: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({fixed(r.delta, sign=True)}, "
                                                         f"p_holm {r.p_holm:.3g})" for r in better.itertuples())
            if len(better) else
            "no design is measurably better than dense on either measure")
-        + ("; measurably worse: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({r.delta:+.3f}, "
+        + ("; measurably worse: " + "; ".join(f"{names(r.design)} on {measure[r.metric]} ({fixed(r.delta, sign=True)}, "
                                               f"p_holm {r.p_holm:.3g})" for r in worse.itertuples()) + "." if len(worse) else
            "; none is measurably worse."))
 reading(text)

@@ -62,7 +62,11 @@ from lib.config import notebook_profile
 from lib.evaluation import attribution, breakeven, loss
 from lib.io import write_text
 from lib.report import why, why_plots
-from lib.report.display import safe_table
+from lib.report.display import fixed, safe_table
+
+
+def signed(x):
+    return fixed(x, sign=True)
 from lib.report.model_size import model_label
 from lib.report.pages import open_page, reading
 
@@ -91,7 +95,7 @@ def ranged(df, pairs):
     """Columns d, d_low, d_high shown as one 'd [low, high]' column each (pairs: new name -> d)."""
     out = df.copy()
     for name, col in pairs.items():
-        out[name] = [f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]" if pd.notna(d) else "—"
+        out[name] = [f"{fixed(d, sign=True)} [{fixed(lo, sign=True)}, {fixed(hi, sign=True)}]" if pd.notna(d) else "—"
                      for d, lo, hi in zip(out[col], out[f"{col}_low"], out[f"{col}_high"])]
         out = out.drop(columns=[col, f"{col}_low", f"{col}_high"])
     return out
@@ -138,7 +142,7 @@ else:
               if attr[f].notna().any() and (f != "start" or attr[f].abs().max() > 1e-9)]
     fixes = [c for c in attr.columns if c.startswith("fix_")]
     cols = ["condition", "design", "metric", "questions", "below", "dense", "run", "loss", *shares, *fixes, "rebuilt"]
-    display(safe_table(attr[cols]).format({c: "{:+.3f}" for c in ["loss", *shares, *fixes]}
+    display(safe_table(attr[cols]).format({c: signed for c in ["loss", *shares, *fixes]}
                                     | {"dense": "{:.3f}", "run": "{:.3f}", "rebuilt": "{:.1%}"}, na_rep="—")
             .hide(axis="index"))
     display(why_plots.shares_chart(attr, cfg.figures_dir / f"{cfg.name}_why_shares.png"))
@@ -183,7 +187,7 @@ if items:
     display(why_plots.break_even_chart(items, cfg.figures_dir / f"{cfg.name}_break_even.png", label=model_label))
     show_cols = ["condition", "design", "axis", "break_even", "ceiling", "at_zero"]
     display(safe_table(be_table[show_cols + [c for c in be_table.columns if c not in show_cols]])
-            .format({c: "{:+.3f}" for c in be_table.columns if "mrr" in c or c in ("ceiling", "at_zero")}
+            .format({c: signed for c in be_table.columns if "mrr" in c or c in ("ceiling", "at_zero")}
                           | {c: "{:.0%}" for c in be_table.columns if c == "break_even" or c.endswith(("_accuracy",
                                                                                                       "_p_stop",
                                                                                                       "_p_search"))},

@@ -59,7 +59,7 @@ def _table():
 def test_reading_names_the_change_with_size_the_article_and_what_was_not_run(tmp_path):
     t = _table()
     text = ms.axis_reading(t, article_figures())
-    assert "Qwen2.5-Coder 0.5B -0.120 [-0.140, -0.100], Qwen2.5-Coder 1.5B -0.050 [-0.070, -0.030]" in text
+    assert "Qwen2.5-Coder 0.5B −0.120 [−0.140, −0.100], Qwen2.5-Coder 1.5B −0.050 [−0.070, −0.030]" in text
     assert "+0.070 from Qwen2.5-Coder 0.5B to Qwen2.5-Coder 1.5B, and every model loses to dense" in text
     assert "the article's Haiku 5.5: +0.011" in text
     assert "multiquery with Qwen2.5-Coder 0.5B in full questions (not run)" in text

@@ -24,7 +24,7 @@ def table():
 def test_why_line_names_each_share_from_the_attribution():
     t = table()
     line = why.why_line(t, "full questions", "agent")
-    assert line.startswith("Why the agent loses here (MRR@10 -0.500 against dense, page 12): of the loss, ")
+    assert line.startswith("Why the agent loses here (MRR@10 −0.500 against dense, page 12): of the loss, ")
     for f in ("the stop judgement 0.167 (33%)", "the new queries 0.167 (33%)", "the merge (RRF) 0.167 (33%)"):
         assert f in line
     loop = why.why_line(t, "full questions", "loop_question_first")
@@ -40,7 +40,7 @@ def test_attribution_reading_and_the_saved_table_round_trip(tmp_path):
     t.to_csv(tmp_path / why.ATTRIBUTION_CSV, index=False)
     back = why.attribution_table(tmp_path)
     text = why.attribution_reading(back, "full questions", "agent")
-    assert text.startswith("In full questions, the agent's MRR@10 is 0.500 against dense's 1.000 (-0.500; 1 of 1")
+    assert text.startswith("In full questions, the agent's MRR@10 is 0.500 against dense's 1.000 (−0.500; 1 of 1")
     assert "each factor would recover: " in text and "the merge (RRF) alone +0.500" in text
     assert why.attribution_table(tmp_path / "none").empty and why.attribution_reading(back, "x", "agent") == ""
 
@@ -55,7 +55,7 @@ def test_break_even_line_says_the_ceiling_or_the_accuracy_needed():
     assert line.startswith("In c, no stop judge lets the agent beat dense with its queries (a perfect one: ±0.000 MRR@10)")
     assert "it would take 92% of its new queries" in line
     assert "Qwen2.5-Coder 1.5B stops on 68% of the decisions with the source shown and searches on in 37%" in line
-    assert "57% of its queries better (-0.046 as run)" in line
+    assert "57% of its queries better (−0.046 as run)" in line
     t.loc[0, "break_even"], t.loc[0, "ceiling"] = 0.93, 0.003
     assert "with a stop judge right 93% of the time both ways (a perfect one: +0.003)" in why.break_even_line(t, "c")
     assert why.break_even_line(t, "other") == "" and why.break_even_line(pd.DataFrame(), "c") == ""
@@ -100,7 +100,7 @@ def test_the_charts_draw_from_the_computed_tables(tmp_path):
 
 def test_a_conditions_finding_names_the_parts_that_carry_the_loss():
     text = why.condition_finding(table(), pd.DataFrame(), "full questions", ["agent", "loop_question_first", "multiquery"])
-    assert text.startswith("- **full questions.** The agent is -0.500 MRR@10 against dense: the stop judgement 33%, "
+    assert text.startswith("- **full questions.** The agent is −0.500 MRR@10 against dense: the stop judgement 33%, "
                            "the new queries 33%, the merge (RRF) 33% of the loss.")
-    assert "The question-first loop is -0.500 MRR@10 against dense: citations put first 100% of the loss (the rest " \
+    assert "The question-first loop is −0.500 MRR@10 against dense: citations put first 100% of the loss (the rest " \
            "under 5% each)." in text and "Multi-query" not in text

@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 from ..config import Profile, load_profile, shown_path
 from ..evaluation import scores
 from ..llm.local_backend import LOCAL_MODELS
+from .display import fixed
 from .plots import ARTICLE_COLOUR, SMALL, _grid, _legend, _save, design_colours
 
 AXIS_CONDITIONS = ("full questions", "short questions")
@@ -193,17 +194,17 @@ def axis_reading(table: pd.DataFrame, article: dict | None = None, names=lambda 
             rows = sub[sub.design == d].sort_values("model", key=lambda s: s.map(model_size))
             if rows.empty:
                 continue
-            said = [f"{r.model_label} {r.mrr_at_10_delta:+.3f} [{r.mrr_at_10_delta_low:+.3f}, {r.mrr_at_10_delta_high:+.3f}]"
+            said = [f"{r.model_label} {fixed(r.mrr_at_10_delta, sign=True)} [{fixed(r.mrr_at_10_delta_low, sign=True)}, {fixed(r.mrr_at_10_delta_high, sign=True)}]"
                     for r in rows.itertuples()]
             text = f"{names(d)}, {c}: MRR@10 − dense " + ", ".join(said)
             if len(rows) > 1:
                 first, last = rows.iloc[0], rows.iloc[-1]
                 change = last.mrr_at_10_delta - first.mrr_at_10_delta
-                text += (f" — {change:+.3f} from {first.model_label} to {last.model_label}"
+                text += (f" — {fixed(change, sign=True)} from {first.model_label} to {last.model_label}"
                          + (", and every model loses to dense" if (rows.mrr_at_10_delta_high < 0).all() else ""))
             if c == DEFAULT and "mrr_at_10" in points.get(d, {}):
                 delta, lo, hi = points[d]["mrr_at_10"]
-                text += f"; the article's Haiku 5.5: {delta:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+                text += f"; the article's Haiku 5.5: {fixed(delta, sign=True)} [{fixed(lo, sign=True)}, {fixed(hi, sign=True)}]"
             parts.append(text + ".")
     not_run = table[~table.status.str.startswith("scored")]
     if not not_run.empty:

@@ -14,6 +14,8 @@ from typing import Callable
 
 import pandas as pd
 
+from .display import fixed
+
 ATTRIBUTION_CSV = "attribution.csv"   # page 12's attribution per condition, design and measure
 BREAK_EVEN_CSV = "break_even.csv"     # page 12's break-even per condition and curve
 FACTOR_WORDS = {"stop": "the stop judgement", "queries": "the new queries", "merge": "the merge (RRF)",
@@ -73,7 +75,7 @@ def why_line(table: pd.DataFrame, condition: str, design: str, names: Callable[[
     r = _row(table, condition, design, metric)
     if r is None or not round(float(r["loss"]), 3) > 0:
         return ""
-    return (f"Why {_name(design, names)} loses here ({METRIC_WORDS[metric]} {-r['loss']:+.3f} against dense, page 12): "
+    return (f"Why {_name(design, names)} loses here ({METRIC_WORDS[metric]} {fixed(-r['loss'], sign=True)} against dense, page 12): "
             f"of the loss, {shares_words(r)}, by a Shapley split over counterfactuals")
 
 
@@ -92,12 +94,12 @@ def attribution_reading(table: pd.DataFrame, condition: str, design: str, names:
     if m is None:
         return ""
     head = (f"In {condition}, {name}'s MRR@10 is {m['run']:.3f} against dense's {m['dense']:.3f} "
-            f"({-m['loss']:+.3f}; {int(m['below'])} of {int(m['results'])} question-runs below dense"
-            + (f"; recall@5 {-rc['loss']:+.3f}" if rc is not None else "") + ").")
+            f"({fixed(-m['loss'], sign=True)}; {int(m['below'])} of {int(m['results'])} question-runs below dense"
+            + (f"; recall@5 {fixed(-rc['loss'], sign=True)}" if rc is not None else "") + ").")
     if not round(float(m["loss"]), 3) > 0:
         return head + " There is no loss to take apart."
     fixes = [(f, m[f"fix_{f}"]) for f in ("stop", "queries", "merge", "citations") if _present(m.get(f"fix_{f}"))]
-    fix = "; ".join(f"{FACTOR_WORDS[f]} alone {v:+.3f}" for f, v in sorted(fixes, key=lambda p: -p[1]))
+    fix = "; ".join(f"{FACTOR_WORDS[f]} alone {fixed(v, sign=True)}" for f, v in sorted(fixes, key=lambda p: -p[1]))
     return (head + f" Of the MRR@10 loss: {shares_words(m)}. Made neutral one at a time (the others as run), each "
             f"factor would recover: {fix}.")
 
@@ -127,7 +129,7 @@ def _model_label(model: str) -> str:
 
 def _signed(x: float) -> str:
     """A difference to three places, never "-0.000"."""
-    return f"{x:+.3f}" if round(x, 3) != 0 else "±0.000"
+    return fixed(x, sign=True) if round(x, 3) != 0 else "±0.000"
 
 
 def break_even_line(table: pd.DataFrame, condition: str, metric: str = "mrr_at_10") -> str:
