@@ -153,7 +153,8 @@ SHIPPED_CACHE = ROOT / "data" / "cache"
 
 def cache_dirs(profile: Profile, kind: str) -> tuple[Path, tuple[Path, ...]]:
     """A cache's folder for this profile and the shipped folders it may read but never writes
-    (``kind``: embeddings, bm25, rerank, hnsw: the approximate index's graph, never shipped)."""
+    (``kind``: embeddings, bm25, rerank, why: page 12's re-searched lists, hnsw: the approximate index's graph,
+    never shipped)."""
     own = profile.own_dir
     if own is None:
         return SHIPPED_CACHE / kind, ()

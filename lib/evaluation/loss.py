@@ -478,25 +478,35 @@ def search_cache_key(profile, collection_digest: str, depth: int = DEPTH) -> str
 
 
 def cache_dir() -> Path:
-    """Where the re-searched lists and the attribution are kept between renders (ignored by git)."""
+    """Where the attribution and break-even tables are kept between renders (ignored by git; the re-searched
+    lists they come from are kept in the profile's ``why`` cache: :func:`cached_search`)."""
     from ..config import ROOT
 
     return ROOT / "build" / "why_cache"
 
 
 def cached_search(profile, parts, texts: Sequence[str], folder: Path | None = None, depth: int = DEPTH) -> Search:
-    """:func:`batched_search`, its lists kept on disk (``folder``, default :func:`cache_dir`) in one store per
+    """:func:`batched_search`, its lists kept on disk (``folder``; by default the profile's ``why`` cache,
+    ``data/cache/why/`` for the shipped profiles, so a clone renders page 12 without searching again) in one store per
     search settings and collection (:func:`search_cache_key`), text -> ranked ids: only the texts not yet in
     the store are embedded (in batches), so a re-render embeds nothing and another question subset or model
     embeds only its new queries; the searcher is built only when some text is missing."""
-    folder = Path(folder) if folder is not None else cache_dir()
-    path = folder / f"lists-{search_cache_key(profile, parts.collection_digest, depth)}.json.gz"
+    bases: tuple[Path, ...] = ()
+    if folder is None:
+        from ..pipeline import cache_dirs
+
+        folder, bases = cache_dirs(profile, "why")
+    folder = Path(folder)
+    name = f"lists-{search_cache_key(profile, parts.collection_digest, depth)}.json.gz"
+    path = folder / name
     lists: dict[str, list[str]] = {}
-    if path.exists():
-        try:
-            lists = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-        except (OSError, EOFError, ValueError):  # a store cut short: searched again
-            lists = {}
+    for source in (path, *(b / name for b in bases)):  # a study's own store first, then the shipped one
+        if source.exists():
+            try:
+                lists = json.loads(gzip.decompress(source.read_bytes()).decode("utf-8"))
+                break
+            except (OSError, EOFError, ValueError):  # a store cut short: searched again
+                lists = {}
     missing = [t for t in dict.fromkeys(texts) if t not in lists]
     if missing:
         search = batched_search(parts.searcher, missing, depth)
