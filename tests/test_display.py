@@ -159,7 +159,7 @@ def test_measurably_follows_the_holm_corrected_test_where_the_saved_differences_
     saved = pd.DataFrame([{"design": "agent", "metric": "mrr_at_10", "delta": -0.05, "low": -0.07, "high": -0.03,
                            "p_value": 0.001, "p_holm": 0.004, "measurable": True}])
     assert delta_columns(saved, "mrr_at_10") == {"mrr_at_10_delta": -0.05, "mrr_at_10_low": -0.07,
-                                                 "mrr_at_10_high": -0.03, "mrr_at_10_p": 0.001, "mrr_at_10_p_holm": 0.004}
+                                                 "mrr_at_10_high": -0.03, "mrr_at_10_p_value": 0.001, "mrr_at_10_p_holm": 0.004}
     assert "mrr_at_10_p_holm" not in delta_columns(saved.drop(columns=["p_value", "p_holm"]), "mrr_at_10")
     table = _table()
     table.loc[table.design == "agent", ["mrr_at_10_p_holm", "recall_at_5_p_holm"]] = 0.2
@@ -327,3 +327,12 @@ def test_a_notebook_runs_with_plain_nbconvert_and_no_pythonpath(tmp_path):
     errors = [o for c in out.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors[0]
     assert any("Reading." in str(o.get("data", {})) for c in out.cells for o in c.get("outputs", []))
+
+
+def test_a_range_carries_its_holm_corrected_p_value_where_one_is_saved():
+    from lib.report.display import p_words, with_range
+
+    assert with_range(-0.046, -0.061, -0.032) == "−0.046 [−0.061, −0.032]"
+    assert with_range(-0.046, -0.061, -0.032, p=0.0001) == "−0.046 [−0.061, −0.032], p < 0.001"
+    assert with_range(0.021, 0.005, 0.037, p=0.17) == "+0.021 [+0.005, +0.037], p 0.170"
+    assert with_range(0.0, 0.0, 0.0, p=1.0).endswith(", p 1") and p_words(float("nan")) == ""

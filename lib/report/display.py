@@ -117,11 +117,21 @@ def fixed(value: Any, decimals: int = 3, sign: bool = False) -> str:
     return f"{float(value):{'+' if sign else ''}.{decimals}f}".replace("-", "−")
 
 
-def with_range(delta: Any, low: Any, high: Any, decimals: int = 3) -> str:
-    """A difference with its 95% range, "+0.010 [+0.000, +0.024]", or a dash."""
+def p_words(p: Any) -> str:
+    """A (Holm-corrected) p-value as the tables print it: "p 0.009", "p < 0.001", or "" when there is none."""
+    if missing(p):
+        return ""
+    p = float(p)
+    return "p < 0.001" if p < 0.001 else f"p {p:.3f}" if p < 0.995 else "p 1"
+
+
+def with_range(delta: Any, low: Any, high: Any, decimals: int = 3, p: Any = None) -> str:
+    """A difference with its 95% range, "+0.010 [+0.000, +0.024]", or a dash; with ``p`` (the Holm-corrected
+    p-value of the paired randomization test) it follows the range: "+0.046 [+0.029, +0.065], p 0.009"."""
     if missing(delta):
         return DASH
-    return f"{fixed(delta, decimals, True)} [{fixed(low, decimals, True)}, {fixed(high, decimals, True)}]"
+    text = f"{fixed(delta, decimals, True)} [{fixed(low, decimals, True)}, {fixed(high, decimals, True)}]"
+    return f"{text}, {p_words(p)}" if p_words(p) else text
 
 
 def percent(value: Any, decimals: int = 0) -> str:

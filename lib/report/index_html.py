@@ -114,7 +114,7 @@ def scores_html(table: pd.DataFrame, profile, default: str = DEFAULT_CONDITION) 
             cells = [html.escape(name(r.design)), str(int(r.runs))]
             for m in METRICS:
                 v = fixed(r[m]) + (f" ({fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})" if r.runs > 1 else "")
-                ours = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+                ours = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"), p=r.get(f"{m}_p_holm"))
                 art = article_cell(r.design, m) if c == default and article else ""
                 if " (" in art:
                     ours += f'<br><span class="art">the article: {html.escape(art.split(" (")[1].rstrip(")"))}</span>'

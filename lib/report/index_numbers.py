@@ -55,13 +55,13 @@ def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | 
 def delta_columns(dl: pd.DataFrame, metric: str) -> dict:
     """One design's difference from dense on one measure (its row of ``scores.deltas``, or none) as the
     condition table's columns: ``<metric>_delta``, ``_low``, ``_high``, and where the saved differences
-    carry the paired randomization test, ``_p`` and ``_p_holm``."""
+    carry the paired randomization test, ``_p_value`` and ``_p_holm`` (as the condition table names them)."""
     def first(col):
         return dl[col].iloc[0] if len(dl) and col in dl else None
 
     out = {f"{metric}_delta": first("delta"), f"{metric}_low": first("low"), f"{metric}_high": first("high")}
     if "p_holm" in dl:
-        out.update({f"{metric}_p": first("p_value"), f"{metric}_p_holm": first("p_holm")})
+        out.update({f"{metric}_p_value": first("p_value"), f"{metric}_p_holm": first("p_holm")})
     return out
 
 

@@ -115,7 +115,10 @@ when the report is built.</p>
 {conditions_list(table, cfg)}
 <h3>The scores</h3>
 <p>[95% range]: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus dense's; a
-range that excludes 0 is a difference the question sample alone would not produce.{article_scores} Two runs or more:
+range that excludes 0 is a difference the question sample alone would not produce. p: the paired randomization test
+(10,000 sign flips), Holm-corrected over every comparison with dense that this page makes (every design, both measures,
+every condition: docs/statistics.md); "measurably better / worse" in the words below means p &lt; 0.05 after the
+correction.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
 {scores_html(others, cfg) if not others.empty else ("" if headline_block else "<p>No scored runs yet.</p>")}
 <h3>Per condition, in words</h3>{condition_answer(table, name, attribution_table(results_dir), break_even_table(results_dir)) if not table.empty else ""}

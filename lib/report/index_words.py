@@ -263,7 +263,8 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
             if r.runs > 1 and pd.notna(r.get(f"{m}_min")):
                 cell += f" (runs {fixed(r[m + '_min'])}–{fixed(r[m + '_max'])})"
             row[label] = cell
-            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"),
+                                                             p=r.get(f"{m}_p_holm"))
             if article:
                 row[f"article {label} (− dense [range])"] = article_cell(r.design, m)
         row["searches / q"] = number(r.searches, 2)
@@ -359,7 +360,8 @@ def compact_table(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDITI
             continue
         for m, label in METRICS.items():
             row[label] = fixed(r[m])
-            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"))
+            row[f"{label} − dense [95% range]"] = with_range(r.get(f"{m}_delta"), r.get(f"{m}_low"), r.get(f"{m}_high"),
+                                                             p=r.get(f"{m}_p_holm"))
         if article:
             cell = article_cell(r.design, "mrr_at_10")
             row["the article: MRR@10 − dense"] = cell.split(" (")[1].rstrip(")") if " (" in cell else ""
