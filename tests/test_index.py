@@ -228,3 +228,25 @@ def test_the_rendered_page_leads_with_its_finding_and_folds_code_and_settings(tm
     lead = page[page.find('<section class="finding">'):page.find("</section>")]
     assert ">finding<" not in lead and "<details" not in lead  # the finding shows no code
     assert page.count('<details class="code">') == 2 and "<details open" not in page
+
+
+def test_a_design_page_reads_a_difference_as_the_index_does():
+    """The design page takes the index's Holm correction (the scores page's comparisons.csv) for the same
+    comparison, so the page and the index never call one difference two ways."""
+    import pandas as pd
+
+    from lib.config import load_profile
+    from lib.report import pages
+
+    cfg = load_profile("offline")
+    deltas, n, head = pages.against_dense(cfg, "loop_question_first")
+    index = pd.read_csv(pages.pipeline.results_dir(cfg) / "comparisons.csv")
+    saved = index[(index.condition == "full questions") & (index.design == "loop_question_first")
+                  & (index.metric == "mrr_at_10")].iloc[0]
+    read = pages.with_index_family(cfg, deltas).set_index("metric").loc["mrr_at_10"]
+    assert read.p_holm == saved.p_holm and read.family == saved.family and "(2 tests)" not in read.family
+    row = pd.Series({"runs": 1, "questions": n, "recall_at_5": 0.98, "mrr_at_10": 0.92, "searches": 1.08,
+                     "latency_median_s": 11.9, "llm_calls": 2.6, "cost_usd_per_q": 0.0})
+    words = pages.design_reading("loop_question_first", row, pages.with_index_family(cfg, deltas), n, head)
+    expected = "measurably worse" if saved.p_holm < 0.05 else "no difference the questions can tell from zero"
+    assert f"MRR@10 −0.021 [−0.037, −0.005], p {saved.p_holm:.3f}, {expected}" in words

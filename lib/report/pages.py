@@ -170,6 +170,34 @@ def shown_name(run_file: str) -> str:
     return f"run {Path(run_file).stem[3:]}"
 
 
+def with_index_family(profile, deltas: pd.DataFrame) -> pd.DataFrame:
+    """``deltas`` with the Holm correction the index applies (``p_holm``, ``measurable``, ``family`` taken from the
+    saved ``comparisons.csv`` of the scores page: every design, both measures, every condition), where that file
+    holds this condition's same comparison (same design, measure and questions); otherwise as computed here
+    (corrected over this page's own comparisons), so a page and the index never read one difference two ways."""
+    if deltas.empty or "p_holm" not in deltas:
+        return deltas
+    conditions = {k for over in pipeline.CONDITIONS.values() for k in over}  # the settings that name a condition
+    from ..config import load_profile
+
+    base = load_profile(profile.name, **{k: v for k, v in profile.overrides.items() if k not in conditions})
+    path = pipeline.results_dir(base) / "comparisons.csv"
+    here = pipeline.results_dir(profile)
+    condition = next((c for c, cp in pipeline.condition_profiles(base).items() if pipeline.results_dir(cp) == here), None)
+    if condition is None or not path.exists():
+        return deltas
+    saved = pd.read_csv(path)
+    saved = saved[saved.condition == condition].set_index(["design", "metric", "questions"])
+    out = deltas.copy()
+    for i, r in out.iterrows():
+        key = (r.design, r.metric, int(r.questions))
+        if key in saved.index:
+            s = saved.loc[key]
+            s = s.iloc[0] if isinstance(s, pd.DataFrame) else s
+            out.loc[i, ["p_holm", "measurable", "family"]] = [s.p_holm, bool(s.measurable), s.family]
+    return out
+
+
 def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_common: int, head: dict,
                    partial: str = "", label: str | None = None) -> str:
     """The design page's reading, from its numbers. Its first sentence is the finding (the index
@@ -192,9 +220,14 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
         words = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
         bits = []
         for r in deltas.itertuples():
-            verdict = ("measurably better" if r.low > 0 else "measurably worse" if r.high < 0 else
+            p = getattr(r, "p_holm", None)
+            if p is not None and not pd.isna(p):  # the corrected randomization test decides, as on the index
+                better, worse = p < 0.05 and r.delta > 0, p < 0.05 and r.delta < 0
+            else:
+                better, worse = r.low > 0, r.high < 0
+            verdict = ("measurably better" if better else "measurably worse" if worse else
                        "no difference the questions can tell from zero")
-            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high)}, {verdict}")
+            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high, p=p)}, {verdict}")
         text += f"; against dense on the same {n_common} questions: " + "; ".join(bits)
     else:
         text += "; dense has no complete run to compare it with yet"
@@ -262,12 +295,14 @@ def design_page(profile, name: str, runs=None) -> dict:
     show(provenance_view(page["provenance"]), profile=profile)
     try:
         deltas, n_common, head = against_dense(profile, name)
+        deltas = with_index_family(profile, deltas)
     except DataError as exc:
         deltas, n_common, head = pd.DataFrame(), 0, {}
         partial = (partial + "; " if partial else "") + f"the comparison with dense could not be read ({exc})"
     if not deltas.empty:
         display(Markdown(f"## {label} against dense, on the same {n_common} questions\n"
-                         "Paired bootstrap of the design minus dense (the profile's resamples, 95% range)."))
+                         "Paired bootstrap of the design minus dense (the profile's resamples, 95% range), the paired "
+                         "randomization test's p-value and its Holm correction over the family named."))
         show(deltas.drop(columns=["includes_zero"]), profile=profile)
     page["deltas"] = deltas
     row = summary.iloc[0] if not summary.empty else None
