@@ -8,7 +8,7 @@ import pytest
 
 from lib.config import load_profile
 from lib.errors import ProfileError
-from lib.llm import LLMError, LLMRequest
+from lib.llm import LLMError, LLMRequest, RecordedLLM, RecordStore
 from lib.llm import local_backend as lb
 from lib.preflight import preflight
 from lib.report.bench import common_prefix, llm_call_figures, prefix_share
@@ -129,3 +129,38 @@ def test_the_prompt_tokens_are_those_llama_cpp_counted():
     for kind in KINDS:
         for rec in recorded(kind, 10):
             assert len(lb.prompt_tokens(vocab, LLMRequest.from_record(rec))) == rec["response"]["tokens_in"]
+
+
+def test_a_recorded_call_replays_whatever_the_prefix_setting(monkeypatch, tmp_path):
+    """The record is keyed by the request alone: with prefix reuse on or off, a recorded request is
+    answered from the record and the model is never asked."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+
+    class Refusing(CountingLlama):
+        def create_chat_completion(self, messages, **kwargs):
+            raise AssertionError("a recorded request reached the model")
+
+    monkeypatch.setattr(llama_cpp, "Llama", Refusing)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"gguf")
+    store = RecordStore(RECORDS)
+    for cache in (True, False):
+        llm = RecordedLLM(lb.LocalBackend("qwen", model_path=model, n_threads=1, prefix_cache=cache), store,
+                          backend_name="local", model=lb.DEFAULT_LOCAL_MODEL)
+        for rec in recorded("loop_question_first", 3):
+            r = llm.complete(LLMRequest.from_record(rec))
+            assert r.replayed and r.text == rec["response"]["text"]
+
+
+@needs_model
+def test_without_prefix_reuse_a_reply_depends_on_the_request_alone():
+    """Prefix reuse off: a recorded request answered by a fresh backend, and again after other
+    requests of its kind, gets the same reply (llama.cpp evaluates the whole prompt each time)."""
+    requests = [LLMRequest.from_record(rec) for rec in recorded("rewrite", 3)]
+    first = lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, prefix_cache=False).complete(requests[2]).text
+    backend = lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, prefix_cache=False)
+    backend.complete(requests[0])
+    backend.complete(requests[1])
+    again = backend.complete(requests[2])
+    assert again.text == first and backend.last_call["reused"] == 0
+    assert backend.last_call["prompt_eval_tokens"] == again.tokens_in  # the whole prompt, evaluated again
