@@ -40,7 +40,7 @@ llm_backend = None      # None: the profile's (offline: replay); local or anthro
 # %%
 from lib.config import notebook_profile
 from lib.report.agent import agent_section
-from lib.report.pages import design_page
+from lib.report.pages import design_page, finding
 
 cfg = notebook_profile(globals())
 page = design_page(cfg, "agent", runs=runs)
@@ -79,3 +79,6 @@ page_reranked = design_page(cfg, "agent_rerank", runs=runs)
 from lib.report.merges import merges_section  # noqa: E402
 
 merge_rules = merges_section(cfg)
+
+# %% tags=["finding"]
+finding(page, page_reranked)

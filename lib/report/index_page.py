@@ -76,6 +76,12 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
                "range (2,000 resamples of the questions); orange designs called a language model, blue ones did not"
                + ("." if study else "; in black, the article's published differences (its own models and questions).")
                + "</figcaption>") if head_img else ""
+    # the family the index corrects over: every design minus dense, both measures, every condition scored
+    family = re.search(r"\((\d+) tests\)", str(table.holm_family.dropna().iloc[0])) \
+        if "holm_family" in table and table.holm_family.notna().any() else None
+    n_tests = int(family.group(1)) if family else \
+        2 * int(((table.design != "dense") & (table.questions.fillna(0) > 0)).sum()) if not table.empty else 0
+    smallest = f"{min(1.0, n_tests / 10_001):.3f}"
     article_scores = ("" if study else ' "The article\'s": its published difference from dense and range (<code>'
                       "data/article_figures.json</code> says where each comes from), beside ours in its condition; its "
                       "embedder, reranker, LLM and questions differ from the offline profile's.")
@@ -117,8 +123,9 @@ when the report is built.</p>
 <p>[95% range]: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus dense's; a
 range that excludes 0 is a difference the question sample alone would not produce. p: the paired randomization test
 (10,000 sign flips), Holm-corrected over every comparison with dense that this page makes (every design, both measures,
-every condition: docs/statistics.md); "measurably better / worse" in the words below means p &lt; 0.05 after the
-correction.{article_scores} Two runs or more:
+every condition: docs/statistics.md; with 10,000 flips the smallest p a comparison can get before the correction is
+1/10,001, so after it {smallest} over these {n_tests} comparisons: "p {smallest}" reads "as small as the test can tell"); "measurably
+better / worse" in the words below means p &lt; 0.05 after the correction.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
 {scores_html(others, cfg) if not others.empty else ("" if headline_block else "<p>No scored runs yet.</p>")}
 <h3>Per condition, in words</h3>{condition_answer(table, name, attribution_table(results_dir), break_even_table(results_dir)) if not table.empty else ""}

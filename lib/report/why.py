@@ -35,7 +35,7 @@ def _name(design: str, names: Callable[[str], str] | None = None) -> str:
 
 
 def _pct(x: float) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}".replace("-", "−")
 
 
 def _present(x) -> bool:
