@@ -497,7 +497,8 @@ def test_a_study_whose_every_field_carries_payloads_renders_no_injected_element(
         done = subprocess.run(["make", "--no-print-directory", "-o", "setup", "-o", "sync", "study",
                                f"DOCS={tmp_path / 'docs.jsonl'}", f"QUESTIONS={tmp_path / 'questions.csv'}",
                                f"NAME={name}", "FIELDS=id=doc_id,text=body", f"METADATA=owner,{tag}",
-                               "NOTEBOOKS=01_collection 02_questions 09_loop", "PARAMS=-p loop_backend scripted"],
+                               "NOTEBOOKS=01_collection 02_questions 09_loop", "PARAMS=-p loop_backend scripted",
+                               "SET=llm_backend=replay"],
                               cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         report = next(folder.glob("results/**/report"))  # the stub model's runs: the study's variant folder
