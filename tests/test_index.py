@@ -128,6 +128,13 @@ def test_the_per_condition_answer_names_each_parts_share_from_the_attribution():
     assert "Why the agent loses here" in text and "the stop judgement 0.167 (33%)" in text
     assert "the merge (RRF) 0.167 (33%)" in text and "the new queries 0.167 (33%)" in text
     assert "accounts for all of it" not in text
+    # every design page 12 takes apart is named with its own shares: a loop's wrong citation alone
+    loop = at.summary(pd.DataFrame([at.attribute(at.Case("loop_question_first", "s", ["s", "a"], [["s", "a"]], 1,
+                                                         citations=["c"], qid="q"))]), "full questions",
+                      "loop_question_first")
+    both = condition_answer(table, accounts=pd.concat([acc, loop], ignore_index=True))
+    assert "The question-first loop is −0.500 MRR@10 against dense: citations put first 100% of the loss" in both
+    assert both.index("Why the agent loses") < both.index("The question-first loop is")
     assert "Why the agent" not in condition_answer(table, accounts=pd.DataFrame())
 
 

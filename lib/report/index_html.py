@@ -13,11 +13,15 @@ import pandas as pd
 
 from .article import article_cell, shows_article
 from .display import DASH, calls_a_model, design_namer, fixed, missing, number, seconds, with_range
-from .why import break_even_line, why_clause
+from .why import break_even_line, design_shares, why_clause
+
 from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, METRICS, _profile, _registry_order, _scored,
                             notebook_titles, scale_rows, verdict)
 from .index_words import (ARTICLE_DESIGNS, DESIGN_WORDS, _not_scored_note, rerank_short, rerank_step_words,
                           worth_its_cost)
+
+# the LLM designs besides the agent whose loss page 12 splits, in the order the index names them
+OTHER_ANALYSED = ("multiquery", "loop_question_first", "loop")
 
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:1.2em auto;padding:0 1em;line-height:1.45}"
@@ -203,6 +207,9 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
         text += html.escape(why_clause(accounts, c, "agent", name))
         even = break_even_line(breakeven, c) if breakeven is not None else ""
         text += html.escape(f". {even.rstrip('.')}" if even else "")
+        # the other designs page 12 takes apart, one short sentence each (their shares of the loss)
+        others = [design_shares(accounts, c, d, names=name) for d in OTHER_ANALYSED]
+        text += html.escape("".join(f". {t.rstrip('.')}" for t in others if t))
         out.append(f"<li>{text}.</li>")
     return "<ul>" + "".join(out) + "</ul>"
 

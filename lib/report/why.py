@@ -203,25 +203,28 @@ def account_reading(condition: str, design: str, acc: dict, names: Callable[[str
     return " ".join(parts)
 
 
+def design_shares(attr: pd.DataFrame, condition: str, design: str, metric: str = "mrr_at_10",
+                  names: Callable[[str], str] | None = None, floor: float = 0.05) -> str:
+    """One sentence for one design in one condition: its loss against dense and the parts that carry at least
+    ``floor`` of it either way (largest first; a negative share is a gain); empty when it was not analysed."""
+    r = _row(attr, condition, design=design, metric=metric)
+    if r is None:
+        return ""
+    name = _name(design, names)
+    if not round(float(r["loss"]), 3) > 0:
+        return f"{name[0].upper()}{name[1:]} is not below dense ({METRIC_WORDS[metric]} {_signed(-r['loss'])})."
+    big = sorted(((f, r[f] / r["loss"]) for f in FACTOR_WORDS if f in r and _present(r[f])
+                  and (f != "start" or abs(r[f]) > 1e-9)), key=lambda p: -p[1])
+    named = [f"{FACTOR_WORDS[f]} {_pct(x)}" for f, x in big if abs(x) >= floor]
+    rest = [f for f, x in big if abs(x) < floor]
+    return (f"{name[0].upper()}{name[1:]} is {_signed(-r['loss'])} {METRIC_WORDS[metric]} against dense: "
+            f"{', '.join(named)} of the loss" + (f" (the rest under {_pct(floor)} each)" if rest else "") + ".")
+
+
 def condition_finding(attr: pd.DataFrame, be_table: pd.DataFrame, condition: str, designs, metric: str = "mrr_at_10",
                       names: Callable[[str], str] | None = None, floor: float = 0.05) -> str:
-    """A condition's finding in a few lines of Markdown: per design, its loss against dense and the parts that
-    carry at least ``floor`` of it either way (largest first; a negative share is a gain), then the break-even
+    """A condition's finding in a few lines of Markdown: :func:`design_shares` per design, then the break-even
     line."""
-    parts = []
-    for d in designs:
-        r = _row(attr, condition, design=d, metric=metric)
-        if r is None:
-            continue
-        name = _name(d, names)
-        if not round(float(r["loss"]), 3) > 0:
-            parts.append(f"{name[0].upper()}{name[1:]} is not below dense ({METRIC_WORDS[metric]} {_signed(-r['loss'])}).")
-            continue
-        big = sorted(((f, r[f] / r["loss"]) for f in FACTOR_WORDS if f in r and _present(r[f])
-                      and (f != "start" or abs(r[f]) > 1e-9)), key=lambda p: -p[1])
-        named = [f"{FACTOR_WORDS[f]} {_pct(x)}" for f, x in big if abs(x) >= floor]
-        rest = [f for f, x in big if abs(x) < floor]
-        parts.append(f"{name[0].upper()}{name[1:]} is {_signed(-r['loss'])} {METRIC_WORDS[metric]} against dense: "
-                     f"{', '.join(named)} of the loss" + (f" (the rest under {_pct(floor)} each)" if rest else "") + ".")
+    parts = [t for t in (design_shares(attr, condition, d, metric, names, floor) for d in designs) if t]
     line = break_even_line(be_table, condition, metric)
     return f"- **{condition}.** " + " ".join(parts + ([line] if line else []))
