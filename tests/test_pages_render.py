@@ -101,6 +101,15 @@ function measure(doc, win) {
       out.cut.push(el.tagName.toLowerCase() + " " + Math.round(r.width) + "px wide, right edge at " + Math.round(r.right)
                    + (spills ? " past its box's " + Math.round(pr.right) : ""));
   }
+  // a cell whose text is wider than the cell and not clipped runs over its neighbour (itables' nowrap)
+  for (const td of doc.querySelectorAll("td, th")) {
+    if (td.clientWidth === 0) continue;
+    if (td.scrollWidth > td.clientWidth + 2 && win.getComputedStyle(td).overflowX === "visible") {
+      out.cut.push("a cell's text runs " + (td.scrollWidth - td.clientWidth) + "px over its neighbour: "
+                   + td.textContent.slice(0, 40));
+      break;
+    }
+  }
   return out;
 }
 """
@@ -177,3 +186,16 @@ def test_the_measurement_finds_a_cut_table_and_passes_one_that_scrolls(tmp_path)
     problems = layout_problems([cut, fits], browser, tmp_path)
     assert problems and all(p.startswith("cut.html") for p in problems), problems
     assert {p.split(":")[0] for p in problems} >= {"cut.html @1000", "cut.html @1400"}
+
+
+def test_the_measurement_finds_text_that_runs_over_its_neighbouring_cell(tmp_path):
+    """A fixed-width cell whose unbroken text is wider than it (as itables' nowrap tables drew the failure
+    cases) is reported; the same text allowed to wrap is not."""
+    browser = chromium()
+    text = "a question that runs on and on " * 4
+    cell = "<table style='table-layout:fixed;width:600px'><tr><td style='width:100px;{}'>{}</td><td>next</td></tr></table>"
+    over, wraps = tmp_path / "over.html", tmp_path / "wraps.html"
+    over.write_text("<!doctype html><body>" + cell.format("white-space:nowrap", text) + "</body>")
+    wraps.write_text("<!doctype html><body>" + cell.format("white-space:normal", text) + "</body>")
+    problems = layout_problems([over, wraps], browser, tmp_path, widths=(1000,))
+    assert [p.split(":")[0] for p in problems] == ["over.html @1000"] and "runs" in problems[0], problems

@@ -104,7 +104,8 @@ def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "", decimal
     display(Markdown(f"{len(df)} rows; the same rows as CSV: [tables/{name}.csv](tables/{name}.csv)"))
     offline_tables()
     itables.show(readable(df, decimals=decimals, profile=profile), caption=caption or None, pageLength=10,
-                 lengthMenu=[10, 25, 100, -1], maxBytes=0, scrollX=True)
+                 lengthMenu=[10, 25, 100, -1], maxBytes=0, scrollX=True,
+                 classes="display")  # (itables' default adds nowrap: long cells then ran over their neighbours)
 
 
 def reading(text: str) -> None:
