@@ -336,3 +336,5 @@ def test_a_range_carries_its_holm_corrected_p_value_where_one_is_saved():
     assert with_range(-0.046, -0.061, -0.032, p=0.0001) == "−0.046 [−0.061, −0.032], p < 0.001"
     assert with_range(0.021, 0.005, 0.037, p=0.17) == "+0.021 [+0.005, +0.037], p 0.170"
     assert with_range(0.0, 0.0, 0.0, p=1.0).endswith(", p 1") and p_words(float("nan")) == ""
+    # a p-value just below 0.05 never prints as 0.050 (it counts as measurable)
+    assert p_words(0.049995) == "p < 0.05" and p_words(0.0504) == "p 0.050" and p_words(0.0494) == "p 0.049"

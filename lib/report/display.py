@@ -122,6 +122,8 @@ def p_words(p: Any) -> str:
     if missing(p):
         return ""
     p = float(p)
+    if p < 0.05 <= round(p, 3):  # 0.049995 would print as 0.050 while it counts as below 0.05
+        return "p < 0.05"
     return "p < 0.001" if p < 0.001 else f"p {p:.3f}" if p < 0.995 else "p 1"
 
 

@@ -38,17 +38,20 @@ def _capital(text: str) -> str:
 
 def dense_differences(profile, design: str) -> tuple[dict, int]:
     """A design against dense (``pages.against_dense``) as {metric: its difference row (delta, low,
-    high)}, and the number of questions paired; empty when either has no complete run."""
-    from .pages import against_dense
+    high, p_holm: the index's Holm correction where saved, ``pages.with_index_family``)}, and the number of
+    questions paired; empty when either has no complete run."""
+    from .pages import against_dense, with_index_family
 
     deltas, n, _ = against_dense(profile, design)
+    deltas = with_index_family(profile, deltas)
     return ({r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}), n
 
 
 def _range_words(d: dict, metric: str) -> str:
     """One metric's difference with its range from :func:`dense_differences`, or a dash."""
     r = d.get(metric)
-    return with_range(r.delta, r.low, r.high) if r is not None else with_range(np.nan, np.nan, np.nan)
+    return with_range(r.delta, r.low, r.high, p=getattr(r, "p_holm", None)) if r is not None \
+        else with_range(np.nan, np.nan, np.nan)
 
 
 def chosen_design(path=None) -> str:
@@ -265,6 +268,7 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
                      "MRR@10 − dense": _range_words(d, "mrr_at_10"),
                      "MRR@10 delta": getattr(d.get("mrr_at_10"), "delta", np.nan),
                      "MRR@10 high": getattr(d.get("mrr_at_10"), "high", np.nan),
+                     "MRR@10 p_holm": getattr(d.get("mrr_at_10"), "p_holm", np.nan),
                      "no model search": float((first.model_searches == 0).mean()),
                      "searches (value: questions)": distribution_words(dict(sorted(Counter(first.searches).items()))),
                      "turns (value: questions)": distribution_words(dict(sorted(Counter(first.turns).items())))})
@@ -274,7 +278,7 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
 def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
     """Notebook 9: the loop design in every condition (:func:`conditions_table`), and a reading of it."""
     table = conditions_table(profile, design)
-    shown = table.drop(columns=["MRR@10 delta", "MRR@10 high"], errors="ignore")
+    shown = table.drop(columns=["MRR@10 delta", "MRR@10 high", "MRR@10 p_holm"], errors="ignore")
     if "both cited" in shown and shown["both cited"].isna().all():
         shown = shown.drop(columns=["both cited"])
     display(styled(shown, shares={"citation hit rate", "both cited", "no model search"}))
@@ -285,13 +289,16 @@ def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
         return table
     parts = [f"{r.condition}: cited {r['citation hit rate']:.0%}, MRR@10 {r['MRR@10 − dense']} against dense"
              for _, r in done.iterrows()]
-    behind, measurable = done[done["MRR@10 delta"] < 0], done[done["MRR@10 high"] < 0]
+    # measurably: the Holm-corrected randomization test, as on the index (the range where no test is saved)
+    tested = done["MRR@10 p_holm"].notna()
+    below = (tested & (done["MRR@10 p_holm"] < 0.05)) | (~tested & (done["MRR@10 high"] < 0))
+    behind, measurable = done[done["MRR@10 delta"] < 0], done[below & (done["MRR@10 delta"] < 0)]
     missing = table[table.runs == 0].condition.tolist()
     own = "made no search beyond the code's search of the question" if design == QUESTION_FIRST else "made no search at all"
     lo, hi = done["no model search"].min(), done["no model search"].max()
     reading(f"{_capital(title)} per condition ({'; '.join(parts)}). "
             f"Its ranked list is below dense's on MRR@10 in {len(behind)} of {len(done)} conditions run "
-            f"(measurably, the range below zero, in {len(measurable)}); the model {own} in "
+            f"(measurably, Holm-corrected p below 0.05, in {len(measurable)}); the model {own} in "
             + (f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}") + " of its loops."
             + (f" Not run: {'; '.join(missing)}." if missing else ""))
     return table
