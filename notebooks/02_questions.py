@@ -50,7 +50,7 @@ from IPython.display import Markdown, display
 
 from lib import pipeline
 from lib.config import notebook_profile, shown_path
-from lib.data.questions import copied_ngrams, read_twopart_questions, words
+from lib.data.questions import copied_ngrams, read_twopart_questions, word_count
 from lib.evaluation.relevance import relevant_ids
 from lib.report import plots
 from lib.report.display import safe_table
@@ -65,7 +65,7 @@ if cfg.questions_source == "generate":
     generate_for_profile(cfg, papers)
 qs = pd.DataFrame(pipeline.all_questions(cfg, papers))
 by_id = {p["id"]: p for p in papers}
-qs["words"] = qs["question"].map(lambda t: len(words(t)))
+qs["words"] = qs["question"].map(word_count)
 qs["style"] = qs["style"].replace("", "(none)")
 first_source = qs["source_id"].map(lambda s: by_id[relevant_ids(s)[0]])  # a question's (first) relevant paper
 display(Markdown(f"`{shown_path(pipeline.questions_path(cfg))}`: {len(qs)} questions, "
@@ -125,7 +125,7 @@ show(pd.DataFrame(copies, columns=["qid", "field", "copied words"]))
 tp = None
 if cfg.twopart_questions_path:
     tp = pd.DataFrame(read_twopart_questions(cfg.path("twopart_questions_path"), {p["id"] for p in papers}))
-    tp["words"] = tp["question"].map(lambda t: len(words(t)))
+    tp["words"] = tp["question"].map(word_count)
     display(Markdown(f"`{shown_path(cfg.path('twopart_questions_path'))}`: {len(tp)} questions, {int(tp.ok.sum())} "
                      f"passed review; {int(tp.words.median())} words at the median ({tp.words.min()} to "
                      f"{tp.words.max()}); generator: {', '.join(sorted(tp.generator.unique()))}."))

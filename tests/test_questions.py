@@ -72,3 +72,13 @@ def test_qids_and_source_ids_are_read_in_nfc_and_a_normalisation_clash_is_refuse
         read_questions(path)
     msg = str(exc.value)
     assert "clash.csv: row 4: field 'qid'" in msg and "row 2" in msg and "NFC" in msg
+
+
+def test_a_questions_length_counts_words_as_written():
+    """Length is whitespace words (the article's measure; a hyphenated term is one word), while the title
+    check's tokens split on punctuation too."""
+    from lib.data.questions import word_count, words
+
+    q = "How can trajectory-weighted DPO keep an LLM tutor's answers (q.v.) honest?"
+    assert word_count(q) == 11 and len(words(q)) > word_count(q)
+    assert word_count("  spaced   out \n text ") == 3

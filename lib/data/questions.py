@@ -26,6 +26,13 @@ def words(text: str) -> list[str]:
     return _PUNCT.sub(" ", text.lower()).split()
 
 
+def word_count(text: str) -> int:
+    """A question's length in words as written (split on whitespace; a hyphenated term is one word), the
+    measure of the article's "14 to 54 words" and of the fidelity table; :func:`words` splits further, for
+    the title check."""
+    return len(text.split())
+
+
 def ngrams(tokens: list[str], n: int = 4) -> set[tuple[str, ...]]:
     return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
 
