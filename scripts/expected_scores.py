@@ -1,8 +1,9 @@
 """Write expected_scores.json beside the saved runs of every condition of a profile, from what is
 saved now (a deliberate, reviewed step after an intended change: `make expected`).
 
-Usage: python scripts/expected_scores.py [PROFILE]
+Usage: python scripts/expected_scores.py [PROFILE]   (`make expected PROFILE=...` passes it as RUN_PROFILE)
 """
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from lib.config import load_profile  # noqa: E402
 from lib.evaluation import scores  # noqa: E402
 from lib.io import write_json  # noqa: E402
 
-cfg = load_profile(sys.argv[1] if len(sys.argv) > 1 else "offline")
+cfg = load_profile(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("RUN_PROFILE") or "offline")  # make: RUN_PROFILE
 for name, cp in pipeline.condition_profiles(cfg).items():
     summary = pipeline.summary_for_profile(cp)
     if summary.empty:

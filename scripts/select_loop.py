@@ -80,7 +80,8 @@ def dense_recall(sources: dict[str, str]) -> float | None:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arms", default="all", help=f"comma-separated, of {', '.join(sel.ARMS)}; or all")
+    ap.add_argument("--arms", default=os.environ.get("SELECT_ARMS") or "all",  # make: SELECT_ARMS
+                    help=f"comma-separated, of {', '.join(sel.ARMS)}; or all")
     ap.add_argument("--no-run", action="store_true", help="read what is saved; run nothing")
     ap.add_argument("--loop-backend", choices=["scripted", "echo"], default=None)
     ap.add_argument("--out", default=None)

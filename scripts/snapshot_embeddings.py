@@ -4,6 +4,7 @@ float16 matrix with its provenance, then check it against the model on a sample 
 Usage: python scripts/snapshot_embeddings.py [PROFILE]     (default: offline)
        python scripts/snapshot_embeddings.py PROFILE --check  (only the check)
 """
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from lib.config import load_profile, shown_path  # noqa: E402
 from lib.search.snapshot import build_matrix, check_matrix  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
-cfg = load_profile(args[0] if args else "offline", collection_scope="snapshot")
+cfg = load_profile(args[0] if args else os.environ.get("RUN_PROFILE") or "offline",  # make: RUN_PROFILE
+                   collection_scope="snapshot")
 papers = pipeline.search_papers(cfg)
 emb = pipeline.embedder(cfg)
 if "--check" not in sys.argv:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -211,3 +212,29 @@ def test_only_the_plain_run_or_one_that_adds_runs_on_purpose_renders_the_shipped
 def test_n_runs_true_is_refused_before_any_page_is_rendered(tmp_path):
     r = make("notebook", "NB=03", "PARAMS=-p n_runs true")
     assert r.returncode == 2 and "parameter 'n_runs': expected an integer" in r.stderr and "true/false" in r.stderr
+
+
+def makefile_user_variables() -> set[str]:
+    """The variables a user sets on make's command line: those read with ``$(value X)``, given a default
+    with ``?=``, or referenced without ever being set in the Makefile."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assigned = set(re.findall(r"^(?:export\s+)?([A-Z_][A-Z0-9_]*)\s*[:?+]?=", text, flags=re.M))
+    referenced = set(re.findall(r"\$\(([A-Z_][A-Z0-9_]*)\)", text))
+    return (set(re.findall(r"\$\(value ([A-Z_][A-Z0-9_]*)\)", text))
+            | set(re.findall(r"^([A-Z_][A-Z0-9_]*)\s*\?=", text, flags=re.M)) | (referenced - assigned))
+
+
+def test_no_make_target_pastes_a_users_value_into_a_shell_line(tmp_path):
+    """Every phony target, dry-run (``make -n``: the recipe lines as the shell would get them, none run)
+    with every user variable set to a payload: no recipe line holds the payload. Values reach the
+    scripts through the environment instead."""
+    marker = tmp_path / "PWNED"
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = re.search(r"^\.PHONY:(.*)$", text, flags=re.M).group(1).split()
+    variables = makefile_user_variables()
+    assert {"PROFILE", "PARAMS", "NAME", "LOCAL_MODEL", "ARGS", "ARMS", "SAVE"} <= variables
+    payload = shell_payloads(marker)[0]
+    for target in targets:
+        r = make("-n", target, *(f"{v}={payload}" for v in sorted(variables)))
+        assert str(marker) not in r.stdout, f"make {target} puts a user's value into a shell line:\n{r.stdout}"
+    assert not marker.exists()
