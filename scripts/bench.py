@@ -12,6 +12,8 @@ The local model (--llm, part of the full run when `make local-llm` installed it)
 and generation speed, and each LLM design's last BENCH_LLM_CALLS (default 8) recorded requests through the
 project's call path with prefix reuse and without, their ratio to the llama.cpp bound, and whether each
 reply is the recorded one (llm_bench). The machine's load average is written beside each figure.
+--agent-run (or --agent-run-only; about 15 minutes) runs the agent over the 297 test questions live, with a
+record store of its own, and compares its time and scores with the saved runs (llm_agent_run).
 --llm-server (or --llm-server-only) also measures llama-cpp-python's OpenAI-compatible server on loopback:
 questions per minute one request at a time and openai_concurrency at once (llm_server_bench).
 
@@ -146,6 +148,9 @@ def snapshot_vocabulary():
 
 # the designs whose model calls `make bench` measures, and the record kind each makes
 LLM_DESIGNS = {"agent": "agent", "multiquery": "rewrite", "loop": "loop_question_first"}
+# the call paths measured: the default (prefix reuse and the fast path of lib.llm.speculative), a token
+# at a time with prefix reuse, and a token at a time with every prompt evaluated whole
+CALL_MODES = (("fast", True, True), ("prefix", True, False), ("no_prefix", False, False))
 
 
 def llm_bench(n_calls: int, log=print) -> dict:
@@ -196,13 +201,13 @@ def llm_bench(n_calls: int, log=print) -> dict:
     del vocab
 
     # --- llama.cpp's own speed, on the prompt of the last recorded agent call
-    backend = LocalBackend(model.name)
+    backend = LocalBackend(model.name, draft=False)  # llama.cpp's own speed: a token at a time, no guess
     probe = LLMRequest.from_record(records["agent"][-1])
     tokens = prompt_tokens(backend._llm("speed"), probe)
     speeds = []
     for when in ("before", "after"):
         if when == "after":
-            backend = LocalBackend(model.name)
+            backend = LocalBackend(model.name, draft=False)
         llm = backend._llm("speed")
         at = load()
         sp = llama_speed(llm, tokens, n_gen=32, repeats=2)
@@ -216,8 +221,8 @@ def llm_bench(n_calls: int, log=print) -> dict:
                 requests = [LLMRequest.from_record(r) for r in recs]
                 row: dict = {"kind": kind, "loadavg_before": load()}
                 replies = {}
-                for mode, cache in (("prefix", True), ("no_prefix", False)):
-                    b = LocalBackend(model.name, prefix_cache=cache)
+                for mode, cache, draft in CALL_MODES:
+                    b = LocalBackend(model.name, prefix_cache=cache, draft=draft)
                     if cache:
                         b.complete(requests[0])  # untimed: llama.cpp holds what it held before these calls
                     calls, texts = [], []
@@ -231,10 +236,10 @@ def llm_bench(n_calls: int, log=print) -> dict:
                     gc.collect()
                 row["loadavg_after"] = load()
                 recorded = [r["response"]["text"] for r in recs[1:]]
-                row["replies"] = {"n": len(recorded),
-                                  "prefix_equals_recorded": sum(a == b for a, b in zip(replies["prefix"], recorded)),
-                                  "no_prefix_equals_recorded": sum(a == b for a, b in zip(replies["no_prefix"], recorded)),
-                                  "prefix_equals_no_prefix": sum(a == b for a, b in zip(replies["prefix"], replies["no_prefix"]))}
+                row["replies"] = {"n": len(recorded), **{
+                    f"{mode}_equals_recorded": sum(a == b for a, b in zip(replies[mode], recorded)) for mode, *_ in CALL_MODES},
+                    "prefix_equals_no_prefix": sum(a == b for a, b in zip(replies["prefix"], replies["no_prefix"])),
+                    "fast_equals_prefix": sum(a == b for a, b in zip(replies["fast"], replies["prefix"]))}
                 steps[f"llm_call_{design}"] = row
                 log(f"{design}: {len(recorded)} calls measured (load {row['loadavg_before']} -> {row['loadavg_after']}); "
                     f"replies {row['replies']}")
@@ -250,18 +255,108 @@ def llm_bench(n_calls: int, log=print) -> dict:
                    f"{speeds[0]['loadavg'][0]:.1f} and {speeds[-1]['loadavg'][0]:.1f})"}
     for design in LLM_DESIGNS:
         row = steps[f"llm_call_{design}"]
-        for mode in ("prefix", "no_prefix"):
+        for mode, *_ in CALL_MODES:
             row[mode].update(llm_call_figures(row[mode]["calls"], pp, tg))
-        f, g, rep = row["prefix"], row["no_prefix"], row["replies"]
+        row["fast"].update(draft_figures(row["fast"]["calls"]))
+        f, p_, g, rep = row["fast"], row["prefix"], row["no_prefix"], row["replies"]
         row["summary"] = (
             f"{f['median_s']:.1f} s per call ({f['median_prompt_tokens']:.0f} prompt / {f['median_output_tokens']:.0f} "
-            f"output tokens), {f['ratio_to_bound']:.2f}x the llama.cpp bound ({f['median_bound_s']:.1f} s), "
-            f"{f['ratio_to_bound_evaluated']:.2f}x the bound of the tokens evaluated; {f['reused_share']:.0%} of the "
-            f"prompt taken from the prefix cache; without it {g['median_s']:.1f} s ({g['ratio_to_bound']:.2f}x); "
-            f"replies as recorded {rep['prefix_equals_recorded']}/{rep['n']} with prefix reuse, "
-            f"{rep['no_prefix_equals_recorded']}/{rep['n']} without; load {row['loadavg_before'][0]:.1f}-"
+            f"output tokens), {f['ratio_to_bound_evaluated']:.2f}x the llama.cpp bound of the tokens in the reply and "
+            f"the prompt's new part ({f['median_bound_evaluated_s']:.1f} s); {f['steps_per_output_token']:.2f} model "
+            f"steps per reply token; a token at a time {p_['median_s']:.1f} s "
+            f"({p_['ratio_to_bound_evaluated']:.2f}x), without prefix reuse too {g['median_s']:.1f} s; the same reply as "
+            f"a token at a time {rep['fast_equals_prefix']}/{rep['n']}; load {row['loadavg_before'][0]:.1f}-"
             f"{row['loadavg_after'][0]:.1f}")
     return steps
+
+
+def draft_figures(calls: list[dict]) -> dict:
+    """The fast path's own counts over a design's measured calls (lib.llm.speculative): model steps
+    after the prompt per reply token, tokens guessed and tokens of a fixed ending not evaluated."""
+    out = sum(c["output_tokens"] for c in calls)
+    return {"steps_per_output_token": sum(c.get("steps", 0) for c in calls) / out if out else float("nan"),
+            "guessed_tokens": sum(c.get("drafted", 0) + c.get("prompt_guess", 0) for c in calls),
+            "skipped_tokens": sum(c.get("skipped", 0) for c in calls), "output_tokens": out}
+
+
+def llm_agent_run(log=print) -> dict:
+    """The agent over the 297 test questions, live (no record replayed: a store of its own under
+    build/), one uninterrupted pass with the backend's defaults (prefix reuse and the fast path):
+    the run's time, its decisions' median and mean, and its recall@5 and MRR@10 beside the saved
+    runs'. Resumable: a stopped pass replays what it recorded, and only questions answered live
+    count towards the times."""
+    import numpy as np
+
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.evaluation.metrics import mrr_at_k, recall_at_k
+    from lib.llm import RecordedLLM, RecordStore
+    from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LocalBackend
+    from lib.runs import read_results
+
+    cfg = load_profile("offline", llm_backend="local")
+    parts = pipeline.ProfileParts(cfg, progress=False)
+    qs = pipeline.scored_questions(cfg, parts.papers)
+    design = pipeline.make_design("agent", cfg, parts)
+    folder = ROOT / "build" / "bench" / "agent_run"
+    folder.mkdir(parents=True, exist_ok=True)
+    backend = LocalBackend(DEFAULT_LOCAL_MODEL)
+    design.llm = RecordedLLM(backend, RecordStore(folder / "llm_records"), backend_name="local",
+                             model=DEFAULT_LOCAL_MODEL)
+    rows_path = folder / "questions.jsonl"
+    done = {}
+    if rows_path.exists():
+        done = {r["qid"]: r for r in map(json.loads, rows_path.read_text().splitlines())}
+    start_load = [round(x, 2) for x in os.getloadavg()]
+    with open(rows_path, "a") as fh:
+        for i, q in enumerate(qs, 1):
+            if q.qid in done:
+                continue
+            parts.forget_queries()
+            t = time.perf_counter()
+            res = design.retrieve(q, run=1)
+            wall = time.perf_counter() - t
+            row = {"qid": q.qid, "wall_s": wall, "llm_calls": res.llm_calls, "llm_s": res.llm_latency_s,
+                   "queries": res.queries, "ranked_ids": res.ranked_ids}
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            done[q.qid] = row
+            if i % 25 == 0:
+                log(f"agent run: {i}/{len(qs)} questions, {sum(r['wall_s'] for r in done.values()):.0f} s so far")
+    rows = [done[q.qid] for q in qs]
+    rel = {q.qid: q.source_id for q in qs}
+
+    def scores(ranked: dict[str, list[str]]) -> dict:
+        return {"recall_at_5": float(np.mean([recall_at_k(ranked[q], rel[q], 5) for q in rel])),
+                "mrr_at_10": float(np.mean([mrr_at_k(ranked[q], rel[q], 10) for q in rel]))}
+    this = scores({r["qid"]: r["ranked_ids"] for r in rows})
+    saved = {}
+    for k in (1, 2, 3):
+        res = read_results(pipeline.results_dir(cfg) / "agent" / f"run{k}.jsonl")
+        saved[k] = {**scores({r.qid: r.ranked_ids for r in res}),
+                    "same_queries": sum(r.queries == done[r.qid]["queries"] for r in res)}
+    durations = decision_times(folder / "llm_records")
+    total = sum(r["wall_s"] for r in rows)
+    step = {"questions": len(rows), "wall_s": total, "llm_calls": sum(r["llm_calls"] for r in rows),
+            "decision_median_s": float(np.median(durations)) if durations else float("nan"),
+            "decision_mean_s": float(np.mean(durations)) if durations else float("nan"),
+            "decisions": len(durations), "scores": this, "saved_runs": saved,
+            "loadavg_before": start_load, "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+    step["summary"] = (
+        f"{len(rows)} questions in {total / 60:.1f} min ({step['llm_calls']} decisions, median "
+        f"{step['decision_median_s']:.2f} s, mean {step['decision_mean_s']:.2f} s); recall@5 {this['recall_at_5']:.3f}, "
+        f"MRR@10 {this['mrr_at_10']:.3f} against the saved runs' "
+        + ", ".join(f"{v['mrr_at_10']:.3f}" for v in saved.values())
+        + f"; the same queries as saved run 1 for {saved[1]['same_queries']} of {len(rows)} questions")
+    return {"llm_agent_run": step}
+
+
+def decision_times(records: Path) -> list[float]:
+    """Seconds of every decision the pass recorded (its records' latencies)."""
+    path = records / "agent.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line)["response"]["latency_s"] for line in path.read_text().splitlines() if line.strip()]
 
 
 def llm_server_bench(n_questions: int, concurrency: int, log=print) -> dict:
@@ -378,13 +473,17 @@ def main(argv: list[str]) -> None:
     elif "--llm-only" in argv and BENCH.exists():  # keep the rest, measure the local model again
         out = json.loads(BENCH.read_text())
         argv.append("--llm")
+    elif "--agent-run-only" in argv and BENCH.exists():  # keep the rest, run the agent over every question again
+        out = json.loads(BENCH.read_text())
+        argv.append("--agent-run")
     elif "--llm-server-only" in argv and BENCH.exists():  # keep the rest, measure the server's throughput again
         out = json.loads(BENCH.read_text())
         argv.append("--llm-server")
     else:
         argv += ["--models", "--search", "--snapshot", "--llm"]
 
-    if "--llm" in argv or "--llm-server" in argv:  # the local model: llama.cpp's own speed against the call path
+    # the local model: llama.cpp's own speed against the call path
+    if "--llm" in argv or "--llm-server" in argv or "--agent-run" in argv:
         from lib.llm.local_backend import LOCAL_MODEL_FILE
 
         if importlib.util.find_spec("llama_cpp") is None or not LOCAL_MODEL_FILE.exists():
@@ -393,6 +492,8 @@ def main(argv: list[str]) -> None:
             if "--llm" in argv:
                 out["steps"].update(llm_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
                                               log=lambda m: print("  " + m, flush=True)))
+            if "--agent-run" in argv:  # the agent over every test question, live: the run's time and its scores
+                out["steps"].update(llm_agent_run(log=lambda m: print("  " + m, flush=True)))
             if "--llm-server" in argv:  # llama-cpp-python's server: one request in flight against several
                 out["steps"].update(llm_server_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
                                                      load_profile("offline").openai_concurrency,
@@ -566,7 +667,7 @@ def main(argv: list[str]) -> None:
     # (scripts/bench_render.py: the CPU time of every process it started, user + system, beside the wall time;
     # CPU time, unlike wall time, does not grow when other jobs share the cores)
     if "--report" in argv:
-        from bench_render import measure  # this script's own folder is on sys.path
+        from lib.report.bench import measure
 
         for label in ("report_rerender", "report_rerender_warm"):
             out["steps"][label] = measure(["make", "report"], cwd=ROOT)
@@ -579,4 +680,9 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    # `make bench ARGS=... SAVE=1` hands both over in the environment: ARGS split as a shell would split
+    # it, never run by one
+    import shlex
+
+    main(sys.argv[1:] + shlex.split(os.environ.get("BENCH_ARGS", ""))
+         + (["--save"] if os.environ.get("BENCH_SAVE") == "1" else []))

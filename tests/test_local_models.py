@@ -164,3 +164,38 @@ def test_without_prefix_reuse_a_reply_depends_on_the_request_alone():
     again = backend.complete(requests[2])
     assert again.text == first and backend.last_call["reused"] == 0
     assert backend.last_call["prompt_eval_tokens"] == again.tokens_in  # the whole prompt, evaluated again
+
+
+def _replies(backend: "lb.LocalBackend", requests: list, guess: bool = True) -> list[tuple[str, dict]]:
+    out = []
+    for req in requests:
+        if backend.draft:
+            backend._llm(req.kind).guess = guess
+        out.append((backend.complete(req).text, dict(backend.last_call)))
+    return out
+
+
+@needs_model
+def test_leaving_out_a_fixed_ending_changes_no_reply():
+    """The model asked for no token once the grammar fixes the rest: the same replies as a token at a
+    time, every one of them (recorded agent and loop requests, prefix reuse on in both)."""
+    requests = [LLMRequest.from_record(r) for r in recorded("agent", 6) + recorded("loop_question_first", 3)]
+    slow = _replies(lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, draft=False), requests)
+    fast = _replies(lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, draft=True, lookup=0), requests, guess=False)
+    assert [t for t, _ in fast] == [t for t, _ in slow]
+    stops = [c for (t, c) in fast if '"decision": "stop"' in t]
+    assert stops and all(c["skipped"] == len(', "decision": "stop"}') for c in stops)
+
+
+@needs_model
+def test_the_fast_path_writes_replies_its_grammar_allows_in_fewer_steps():
+    from lib.llm.grammar_text import GrammarText
+
+    requests = [LLMRequest.from_record(r) for r in recorded("agent", 6) + recorded("loop_question_first", 3)]
+    fast = _replies(lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL), requests)
+    for req, (text, _) in zip(requests, fast):
+        reply = GrammarText(req.grammar).start()
+        assert reply.feed(text) and reply.forced() == ("", True), text  # a whole reply the grammar allows
+    calls = [c for _, c in fast]
+    assert sum(c["steps"] for c in calls) < sum(c["output_tokens"] for c in calls) / 2
+    assert all(c["prompt_guess"] > 0 for c in calls)  # the reply's opening checked in the prompt's batch

@@ -104,6 +104,19 @@ def passive_omp_threads() -> str:
     return os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def env_setting(name: str, default: int) -> int:
+    """A whole-number setting from the environment (``on``: ``default``; ``off``, ``false``, ``no``: 0);
+    anything else is refused by name."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("", "on"):
+        return default
+    if raw in ("off", "false", "no"):
+        return 0
+    if not raw.isdigit():
+        raise LLMError(f"{name} must be a whole number, on or off, got {raw!r}")
+    return int(raw)
+
+
 # context window per request kind where the default (2048 tokens) is too small: the tool-calling
 # loop's conversation grows turn by turn (its token budget bounds it well below this)
 N_CTX_BY_KIND = {"loop": 8192, "loop_question_first": 8192}
@@ -123,6 +136,13 @@ class LocalBackend:
     enters the request key. ``last_call`` holds the last call's token counts and llama.cpp's own
     timings (``llama_perf_context``): what ``make bench`` compares with llama.cpp's speed.
 
+    **Fewer steps per reply** (``draft``, default on; ``LOCAL_LLM_DRAFT=0`` turns it off;
+    :mod:`lib.llm.speculative`): the text a request's grammar fixes is checked in one batch instead
+    of a token at a time (appended to the prompt's batch for the reply's opening), and a reply whose
+    whole rest the grammar fixes is completed without evaluating it. ``lookup`` (``LOCAL_LLM_LOOKUP``,
+    default 0) also guesses that many tokens of free text by prompt lookup. The sampler, its seed and
+    its draws are those of a one-token-at-a-time call. Neither enters the request key.
+
     Tool-calling turns (requests with ``tools``): the conversation is read as text
     (:func:`lib.llm.tools.chat_messages`), the grammar-constrained reply ``{"tool": NAME, ...}`` is
     returned as a tool call, and llama.cpp reuses the KV state of the longest prompt prefix it has
@@ -133,7 +153,8 @@ class LocalBackend:
     name = "local"
 
     def __init__(self, model: str, model_path: Path | None = None, n_threads: int | None = None,
-                 n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None, prefix_cache: bool | None = None):
+                 n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None, prefix_cache: bool | None = None,
+                 draft: bool | None = None, lookup: int | None = None):
         passive_omp_threads()
         try:
             import llama_cpp  # noqa: F401
@@ -148,6 +169,10 @@ class LocalBackend:
         self.n_ctx_by_kind = dict(N_CTX_BY_KIND if n_ctx_by_kind is None else n_ctx_by_kind)
         self.prefix_cache = (os.environ.get("LOCAL_LLM_PREFIX_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
                              if prefix_cache is None else bool(prefix_cache))
+        from .speculative import LOOKUP_TOKENS
+
+        self.draft = bool(env_setting("LOCAL_LLM_DRAFT", 1)) if draft is None else bool(draft)
+        self.lookup = (env_setting("LOCAL_LLM_LOOKUP", LOOKUP_TOKENS) if lookup is None else int(lookup)) if self.draft else 0
         self._llms: dict[str, Any] = {}
         self._grammars: dict[str, Any] = {}
         self.last_call: dict[str, Any] = {}
@@ -156,9 +181,15 @@ class LocalBackend:
         if kind not in self._llms:
             from llama_cpp import Llama
 
+            from .speculative import ReplyDraft, drafting_llama
+
             n_ctx = self.n_ctx_by_kind.get(kind, self.n_ctx)
-            self._llms[kind] = Llama(model_path=str(self.model_path), n_ctx=n_ctx, n_threads=self.n_threads,
-                                     n_threads_batch=self.n_threads, verbose=False, seed=0)
+            llm = (drafting_llama(Llama) if self.draft else Llama)(
+                model_path=str(self.model_path), n_ctx=n_ctx, n_threads=self.n_threads,
+                n_threads_batch=self.n_threads, verbose=False, seed=0)
+            if self.draft:
+                llm.draft_model = ReplyDraft(llm, self.lookup)
+            self._llms[kind] = llm
         return self._llms[kind]
 
     def _grammar(self, text: str):
@@ -181,6 +212,10 @@ class LocalBackend:
             llm.reset()  # the whole prompt is evaluated: the reply depends on the request alone
         before = _evaluated(llm)
         _perf_reset(llm)
+        if self.draft:
+            from .speculative import start_call
+
+            start_call(llm, request.grammar, request.max_tokens)
         start = time.perf_counter()
         try:
             out = llm.create_chat_completion(messages=messages, **kwargs)
@@ -192,7 +227,7 @@ class LocalBackend:
         prompt_tokens = int(usage.get("prompt_tokens", 0))
         self.last_call = {"prompt_tokens": prompt_tokens, "output_tokens": int(usage.get("completion_tokens", 0)),
                           "reused": _reused(before, _evaluated(llm), prompt_tokens), "wall_s": latency,
-                          **_perf(llm)}
+                          **_perf(llm), **(_drafted(llm.spec, self.lookup) if self.draft else {})}
         choice = out["choices"][0]
         text = choice["message"]["content"] or ""
         response = LLMResponse(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
@@ -286,6 +321,14 @@ def llama_speed(llm: Any, tokens: list[int], n_gen: int = 32, repeats: int = 2) 
     llm.reset()
     return {"pp_tokens_per_s": max(pp), "tg_tokens_per_s": max(tg), "pp_runs": pp, "tg_runs": tg,
             "prompt_tokens": len(tokens), "gen_tokens": n_gen}
+
+
+def _drafted(spec: dict[str, Any], lookup: int) -> dict[str, Any]:
+    """A drafting call's counts (:mod:`lib.llm.speculative`), with its prompt and generation figures
+    in llama.cpp's terms: the prompt is the first batch; generation is every batch after it (which
+    ``llama_perf_context`` counts as prompt batches when they hold a guess)."""
+    return {**spec, "lookup": lookup, "prompt_eval_tokens": spec["prompt_eval_tokens"], "prompt_eval_s": spec["prompt_s"],
+            "gen_s": spec["steps_s"], "gen_steps": spec["steps"]}
 
 
 def _evaluated(llm: Any) -> list[int]:

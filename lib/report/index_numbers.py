@@ -192,6 +192,9 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
                         "the bound the calls are held to"),
     "llm_call_agent": ("agent decision through the call path", "the last recorded requests, replayed live in order",
                        "1.2x the llama.cpp bound"),
+    "llm_agent_run": ("the agent over the test questions, live (local LLM)", "one pass over every question with a "
+                      "record store of its own: its time, its decisions, its scores beside the saved runs'",
+                      "15 min per run; decision median 2.0 s"),
     "llm_call_multiquery": ("multi-query rewrite through the call path", "the last recorded requests, replayed live in order",
                             "1.2x the llama.cpp bound"),
     "llm_call_loop": ("loop turn through the call path", "the last recorded requests, replayed live in order",
