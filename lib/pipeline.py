@@ -549,6 +549,18 @@ def condition_profiles(profile: Profile) -> dict[str, Profile]:
     return out
 
 
+def condition_of(profile: Profile) -> tuple[str | None, Profile]:
+    """The condition a profile runs in (its name in ``CONDITIONS``; None where its results folder is
+    none of the grid's) and the profile of the grid it belongs to: the same profile with every
+    condition setting at its default, whose results folder holds the grid's files (comparisons.csv)."""
+    from .config import load_profile
+
+    settings = {k for over in CONDITIONS.values() for k in over}
+    base = load_profile(profile.name, **{k: v for k, v in profile.overrides.items() if k not in settings})
+    here = results_dir(profile)
+    return next((c for c, cp in condition_profiles(base).items() if results_dir(cp) == here), None), base
+
+
 def condition_table(profile: Profile) -> pd.DataFrame:
     """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
     condition and the paired randomization test's p-values, Holm-corrected over the whole table

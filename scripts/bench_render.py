@@ -13,36 +13,11 @@ page: ``-- make notebook NB=03``)."""
 from __future__ import annotations
 
 import json
-import os
-import resource
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from lib.config import ROOT  # noqa: E402
-
-GOAL_CPU_S = 120.0  # the re-render's goal: 2 minutes of CPU
-
-
-def children_cpu() -> float:
-    """User + system CPU seconds of every child process this process has waited for so far."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def measure(command: list[str], cwd: Path = ROOT) -> dict:
-    """Run ``command`` to completion and return its CPU seconds (user + system, every process it
-    started), wall seconds and a summary in words; a command that fails raises CalledProcessError."""
-    cpu0, t0 = children_cpu(), time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
-    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
-    verdict = "within" if cpu <= GOAL_CPU_S else "over"
-    return {"cpu_s": cpu, "wall_s": wall, "threads": os.cpu_count(), "command": " ".join(command),
-            "summary": f"{cpu:.0f} s of CPU (user + system, every process it started; {verdict} the 2-minute goal), "
-                       f"{wall:.0f} s wall on {os.cpu_count()} threads"}
-
+from lib.report.bench import measure  # noqa: E402
 
 def main(argv: list[str]) -> int:
     command = ["make", "report"]

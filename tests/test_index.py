@@ -257,3 +257,14 @@ def test_a_design_page_reads_a_difference_as_the_index_does():
     words = pages.design_reading("loop_question_first", row, pages.with_index_family(cfg, deltas), n, head)
     expected = "measurably worse" if saved.p_holm < 0.05 else "no difference the questions can tell from zero"
     assert f"MRR@10 −0.021 [−0.037, −0.005], p {saved.p_holm:.3f}, {expected}" in words
+
+
+def test_a_profile_names_its_condition_and_the_grid_it_belongs_to():
+    from lib import pipeline
+    from lib.config import load_profile
+
+    short = load_profile("offline", question_form="short", collection_scope="snapshot")
+    name, base = pipeline.condition_of(short)
+    assert name == "short questions, whole snapshot"
+    assert pipeline.results_dir(base) == pipeline.results_dir(load_profile("offline"))
+    assert pipeline.condition_of(load_profile("offline"))[0] == "full questions"

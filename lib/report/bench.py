@@ -5,8 +5,12 @@ QKV and output projections 8·L·d², feed-forward 4·L·d·d_ff, attention scor
 """
 from __future__ import annotations
 
+import os
+import resource
 import statistics
+import subprocess
 import time
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -283,3 +287,28 @@ def llm_call_figures(calls: Sequence[dict], pp_per_s: float, tg_per_s: float) ->
             "ratio_to_bound_evaluated": med([w / b for w, b in zip(wall, evaluated)]),
             "reused_share": sum(c["reused"] for c in calls) / prompt if prompt else float("nan"),
             "median_outside_llama_s": med(outside)}
+
+
+# ---- re-rendering the report (scripts/bench_render.py, make bench --report)
+GOAL_CPU_S = 120.0  # the re-render's goal: 2 minutes of CPU
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every child process this process has waited for so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(command: list[str], cwd: Path | None = None) -> dict:
+    """Run ``command`` to completion and return its CPU seconds (user + system, every process it
+    started), wall seconds and a summary in words; a command that fails raises CalledProcessError.
+    ``cwd``: the repository unless given."""
+    from ..paths import ROOT
+
+    cpu0, t0 = children_cpu(), time.perf_counter()
+    subprocess.run(command, cwd=ROOT if cwd is None else cwd, check=True, stdout=subprocess.DEVNULL)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+    verdict = "within" if cpu <= GOAL_CPU_S else "over"
+    return {"cpu_s": cpu, "wall_s": wall, "threads": os.cpu_count(), "command": " ".join(command),
+            "summary": f"{cpu:.0f} s of CPU (user + system, every process it started; {verdict} the 2-minute goal), "
+                       f"{wall:.0f} s wall on {os.cpu_count()} threads"}

@@ -178,13 +178,8 @@ def with_index_family(profile, deltas: pd.DataFrame) -> pd.DataFrame:
     (corrected over this page's own comparisons), so a page and the index never read one difference two ways."""
     if deltas.empty or "p_holm" not in deltas:
         return deltas
-    conditions = {k for over in pipeline.CONDITIONS.values() for k in over}  # the settings that name a condition
-    from ..config import load_profile
-
-    base = load_profile(profile.name, **{k: v for k, v in profile.overrides.items() if k not in conditions})
+    condition, base = pipeline.condition_of(profile)
     path = pipeline.results_dir(base) / "comparisons.csv"
-    here = pipeline.results_dir(profile)
-    condition = next((c for c, cp in pipeline.condition_profiles(base).items() if pipeline.results_dir(cp) == here), None)
     if condition is None or not path.exists():
         return deltas
     saved = pd.read_csv(path)
