@@ -679,10 +679,14 @@ def main(argv: list[str]) -> None:
           " (the report shows results/bench.json: make bench ARGS=--save to write that instead)"))
 
 
-if __name__ == "__main__":
-    # `make bench ARGS=... SAVE=1` hands both over in the environment: ARGS split as a shell would split
-    # it, never run by one
+def command_line(argv, environ):
+    """The bench's arguments: its own, then `make bench ARGS=... SAVE=1` as handed over in the environment
+    (ARGS split as a shell would split it, never run by one)."""
     import shlex
 
-    main(sys.argv[1:] + shlex.split(os.environ.get("BENCH_ARGS", ""))
-         + (["--save"] if os.environ.get("BENCH_SAVE") == "1" else []))
+    return (list(argv) + shlex.split(environ.get("BENCH_ARGS", ""))
+            + (["--save"] if environ.get("BENCH_SAVE") == "1" else []))
+
+
+if __name__ == "__main__":
+    main(command_line(sys.argv[1:], os.environ))

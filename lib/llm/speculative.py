@@ -118,7 +118,8 @@ def drafting_llama(llama_class: type) -> type:
             first = self.spec["prompt_evals"] == 0
             guess: list[int] = []
             if first and tokens and self.draft_model is not None:
-                guess = list(self.forced_tokens())[:max(0, self.n_batch - 1)]
+                room = min(self.n_batch - 1, self._n_ctx - self.n_tokens - len(tokens) - 1)  # batch and window
+                guess = list(self.forced_tokens())[:max(0, room)]
                 self.spec["prompt_guess"] = len(guess)
             if self.checking or guess:
                 checked = tokens + guess if self.checking else tokens[-1:] + guess
