@@ -263,7 +263,8 @@ def llm_bench(n_calls: int, log=print) -> dict:
             f"{f['median_s']:.1f} s per call ({f['median_prompt_tokens']:.0f} prompt / {f['median_output_tokens']:.0f} "
             f"output tokens), {f['ratio_to_bound_evaluated']:.2f}x the llama.cpp bound of the tokens in the reply and "
             f"the prompt's new part ({f['median_bound_evaluated_s']:.1f} s); {f['steps_per_output_token']:.2f} model "
-            f"steps per reply token; a token at a time {p_['median_s']:.1f} s "
+            f"steps per reply token, {f['grammar_checked_per_draw']:.0f} tokens checked against the grammar per token "
+            f"drawn; a token at a time {p_['median_s']:.1f} s "
             f"({p_['ratio_to_bound_evaluated']:.2f}x), without prefix reuse too {g['median_s']:.1f} s; the same reply as "
             f"a token at a time {rep['fast_equals_prefix']}/{rep['n']}; load {row['loadavg_before'][0]:.1f}-"
             f"{row['loadavg_after'][0]:.1f}")
@@ -272,9 +273,12 @@ def llm_bench(n_calls: int, log=print) -> dict:
 
 def draft_figures(calls: list[dict]) -> dict:
     """The fast path's own counts over a design's measured calls (lib.llm.speculative): model steps
-    after the prompt per reply token, tokens guessed and tokens of a fixed ending not evaluated."""
+    after the prompt per reply token, tokens guessed, tokens of a fixed ending not evaluated, and the
+    tokens checked against the grammar per token drawn (lib.llm.grammar_sampler)."""
     out = sum(c["output_tokens"] for c in calls)
+    draws = sum(c.get("draws", 0) for c in calls)
     return {"steps_per_output_token": sum(c.get("steps", 0) for c in calls) / out if out else float("nan"),
+            "grammar_checked_per_draw": sum(c.get("grammar_checked", 0) for c in calls) / draws if draws else float("nan"),
             "guessed_tokens": sum(c.get("drafted", 0) + c.get("prompt_guess", 0) for c in calls),
             "skipped_tokens": sum(c.get("skipped", 0) for c in calls), "output_tokens": out}
 

@@ -181,10 +181,12 @@ def test_leaving_out_a_fixed_ending_changes_no_reply():
     time, every one of them (recorded agent and loop requests, prefix reuse on in both)."""
     requests = [LLMRequest.from_record(r) for r in recorded("agent", 6) + recorded("loop_question_first", 3)]
     slow = _replies(lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, draft=False), requests)
-    fast = _replies(lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, draft=True, lookup=0), requests, guess=False)
+    backend = lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, draft=True, lookup=0)
+    fast = _replies(backend, requests, guess=False)
     assert [t for t, _ in fast] == [t for t, _ in slow]
     stops = [c for (t, c) in fast if '"decision": "stop"' in t]
-    assert stops and all(c["skipped"] == len(', "decision": "stop"}') for c in stops)
+    ending = backend._llm("agent").tokenize(b', "decision": "stop"}', add_bos=False, special=False)
+    assert stops and all(c["skipped"] == len(ending) for c in stops)  # every token of the fixed ending
 
 
 @needs_model
@@ -199,3 +201,26 @@ def test_the_fast_path_writes_replies_its_grammar_allows_in_fewer_steps():
     calls = [c for _, c in fast]
     assert sum(c["steps"] for c in calls) < sum(c["output_tokens"] for c in calls) / 2
     assert all(c["prompt_guess"] > 0 for c in calls)  # the reply's opening checked in the prompt's batch
+
+
+@needs_model
+def test_the_grammar_checked_only_on_the_tokens_the_chain_can_keep_gives_the_same_replies():
+    """The sampler with its grammar checked from the best logits down (lib/llm/grammar_sampler.py)
+    against llama-cpp-python's whole-vocabulary check: the same replies to recorded requests of every
+    kind, each token drawn after checking a small part of the vocabulary."""
+    requests = [LLMRequest.from_record(r) for kind in ("agent", "rewrite", "loop_question_first")
+                for r in recorded(kind, 3)]
+    backend = lb.LocalBackend(lb.DEFAULT_LOCAL_MODEL, prefix_cache=False, lookup=0)
+    replies, stats = {}, []
+    for whole in (True, False):
+        replies[whole] = []
+        for req in requests:
+            llm = backend._llm(req.kind)
+            llm.check_drawable = not whole
+            replies[whole].append(backend.complete(req).text)
+            if not whole:
+                stats.append(dict(llm.checked_sampler.stats))
+    assert replies[False] == replies[True]
+    draws = sum(s["draws"] for s in stats)
+    assert draws > len(requests) and sum(s["grammar_checked"] for s in stats) < draws * 1000
+    assert not any(s["whole_vocabulary"] for s in stats)

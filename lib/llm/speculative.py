@@ -101,9 +101,24 @@ def drafting_llama(llama_class: type) -> type:
         max_reply = 0
         guess = True  # False: no guessed tokens at all, only fixed endings left out (exact: tests compare)
 
+        check_drawable = True  # False: the grammar checked on the whole vocabulary (tests compare)
+
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             start_call(self, None, 0)  # outside a call: no grammar, no shortcut, counts kept all the same
+
+        def _init_sampler(self, **kwargs):
+            """The request's chain; with a grammar, checked only on the tokens the chain can draw
+            (:mod:`lib.llm.grammar_sampler`: the same draws)."""
+            from .grammar_sampler import CheckedGrammarSampler, covered
+
+            grammar = kwargs.get("grammar")
+            if grammar is None or not self.check_drawable or not covered(**kwargs):
+                return super()._init_sampler(**kwargs)
+            chain = super()._init_sampler(**{**kwargs, "grammar": None})
+            self.checked_sampler = CheckedGrammarSampler(self, chain, grammar, temp=kwargs["temp"],
+                                                         top_k=kwargs["top_k"], top_p=kwargs["top_p"])
+            return self.checked_sampler
 
         # ---- the text the grammar fixes, as tokens
         def forced_tokens(self) -> list[int]:
@@ -188,5 +203,7 @@ def start_call(llm: Any, grammar: str | None, max_tokens: int) -> None:
     llm.reply = automaton.start() if automaton is not None else None
     llm.max_reply = max_tokens
     llm.checking = False
+    llm.checked_sampler = None
     llm.spec = {"prompt_evals": 0, "prompt_eval_tokens": 0, "prompt_s": 0.0, "prompt_guess": 0, "steps": 0,
-                "step_tokens": 0, "steps_s": 0.0, "drafts": 0, "drafted": 0, "skipped": 0}
+                "step_tokens": 0, "steps_s": 0.0, "drafts": 0, "drafted": 0, "skipped": 0,
+                "draws": 0, "grammar_checked": 0, "whole_vocabulary": 0}
