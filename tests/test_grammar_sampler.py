@@ -79,3 +79,6 @@ def test_unchecked_weight_that_could_reach_top_p_keeps_the_search_going():
     assert settled(found, -10.0, greedy=False, top_k=TOP_K, top_p=TOP_P)
     assert settled(found, 9.0, greedy=True, top_k=TOP_K, top_p=TOP_P)
     assert settled(np.linspace(10, 0, TOP_K), 0.0, greedy=False, top_k=TOP_K, top_p=TOP_P)
+    # a share within rounding of top_p is not settled however little is left unchecked
+    edge = np.array([0.0, np.log(1 / TOP_P - 1)])  # the first token's share is exactly top_p
+    assert not settled(edge, -100.0, greedy=False, top_k=TOP_K, top_p=TOP_P)

@@ -17,9 +17,11 @@ as zero and as its bound, it is the run the whole vocabulary gives; min-p (Nguye
 only drops tokens from it. So the rest of the chain (top-k, typical, top-p, min-p, temperature, the
 seeded draw) runs on the allowed tokens found, the same tokens reach the draw in the same order, and
 the draw takes the same random number: the same token comes out (tested against the whole-vocabulary
-chain). With ``temp = 0`` the best allowed token is the one drawn. Where a chain is one this reading
-does not cover (penalties, typical-p, mirostat, a logits processor) the whole vocabulary is checked, as
-before; so is it when no allowed token is found above the vocabulary's floor.
+chain). A run whose share lies within ``ROUNDING`` of ``top_p``, where llama.cpp's float32 sums over
+the two arrays could fall on either side, is not taken as settled: more tokens are checked. With
+``temp = 0`` the best allowed token is the one drawn. Where a chain is one this reading does not
+cover (penalties, typical-p, mirostat, a logits processor) the whole vocabulary is checked, as before;
+so is it when no allowed token is found above the vocabulary's floor.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 BAND = 3.0  # logits checked per band, from the highest down
+ROUNDING = 1e-4  # a top-p share nearer than this to top_p is not taken as settled (float32 sums of 40 terms)
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -52,8 +55,10 @@ def settled(found: np.ndarray, bar: float, *, greedy: bool, top_k: int, top_p: f
     best = np.sort(np.asarray(found, dtype=np.float64))[::-1]
     weights = np.cumsum(np.exp(best - best[0]))
     unchecked = (top_k - len(best)) * math.exp(bar - best[0])
-    low = np.nonzero(weights / weights[-1] >= top_p)[0]
-    high = np.nonzero(weights / (weights[-1] + unchecked) >= top_p)[0]
+    low, high = weights / weights[-1], weights / (weights[-1] + unchecked)
+    if np.any(np.abs(np.concatenate([low, high]) - top_p) < ROUNDING):
+        return False  # a share this close to top_p: llama.cpp's float32 sums could fall either side
+    low, high = np.nonzero(low >= top_p)[0], np.nonzero(high >= top_p)[0]
     return len(high) > 0 and high[0] == low[0]
 
 

@@ -140,8 +140,11 @@ class LocalBackend:
     :mod:`lib.llm.speculative`): the text a request's grammar fixes is checked in one batch instead
     of a token at a time (appended to the prompt's batch for the reply's opening), and a reply whose
     whole rest the grammar fixes is completed without evaluating it. ``lookup`` (``LOCAL_LLM_LOOKUP``,
-    default 0) also guesses that many tokens of free text by prompt lookup. The sampler, its seed and
-    its draws are those of a one-token-at-a-time call. Neither enters the request key.
+    default 4) also guesses that many tokens of free text by prompt lookup. The grammar is checked
+    only on the tokens the sampler chain can keep (:mod:`lib.llm.grammar_sampler`), not on the whole
+    vocabulary. The sampler, its seed and its draws are those of a one-token-at-a-time call; a guessed
+    token's logits come from a larger batch, which can differ in the last bits (docs/speed.md). None
+    of it enters the request key.
 
     Tool-calling turns (requests with ``tools``): the conversation is read as text
     (:func:`lib.llm.tools.chat_messages`), the grammar-constrained reply ``{"tool": NAME, ...}`` is

@@ -137,19 +137,24 @@ def drafting_llama(llama_class: type) -> type:
                 guess = list(self.forced_tokens())[:max(0, room)]
                 self.spec["prompt_guess"] = len(guess)
             if self.checking or guess:
-                checked = tokens + guess if self.checking else tokens[-1:] + guess
-                head = [] if self.checking else tokens[:-1]
+                # one batch: the tokens to evaluate and the guess after them, logits kept (in llama.cpp's
+                # output buffer, where the sampler reads them) only where a token is drawn: after the
+                # prompt's last token and after every guessed one (every position of a checking batch)
+                seq = tokens + guess
+                drawn = 0 if self.checking else len(tokens) - 1
                 self.checking = False
-                if head:
-                    super().eval(head)
-                # Llama.eval for one batch, every token's logits kept in llama.cpp's output buffer,
-                # where the sampler reads them
+                lead = min(max(0, len(seq) - self.n_batch), drawn)  # whole batches before the last one
+                if lead:
+                    super().eval(seq[:lead])
+                last = seq[lead:]
                 n_past = self.n_tokens
                 self._ctx.kv_cache_seq_rm(-1, n_past, -1)
-                self._batch.set_batch(batch=checked, n_past=n_past, logits_all=True)
+                self._batch.set_batch(batch=last, n_past=n_past, logits_all=False)
+                for i in range(len(last)):
+                    self._batch.batch.logits[i] = lead + i >= drawn
                 self._ctx.decode(self._batch)
-                self.input_ids[n_past:n_past + len(checked)] = checked
-                self.n_tokens += len(checked)
+                self.input_ids[n_past:n_past + len(last)] = last
+                self.n_tokens += len(last)
                 self._requires_eval = False
             else:
                 super().eval(tokens)
