@@ -259,6 +259,34 @@ def test_a_design_page_reads_a_difference_as_the_index_does():
     assert f"MRR@10 −0.021 [−0.037, −0.005], p {saved.p_holm:.3f}, {expected}" in words
 
 
+def test_a_design_page_takes_the_index_family_from_the_saved_runs_not_a_stale_file(monkeypatch):
+    """A design page is rendered before the scores page writes comparisons.csv: when a new run joins the
+    family, the file it would find is the last render's. The page computes the family from the saved runs,
+    so a stale file changes nothing; and the committed file is the one the saved runs give."""
+    import pandas as pd
+
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.evaluation import scores
+    from lib.report import pages
+
+    cfg = load_profile("offline")
+    deltas, n, head = pages.against_dense(cfg, "loop_question_first")
+    family = scores.comparisons(pipeline.condition_table(cfg))
+    saved = pd.read_csv(pipeline.results_dir(cfg) / "comparisons.csv")
+    pd.testing.assert_frame_equal(saved[["condition", "design", "metric", "questions", "p_holm", "family"]],
+                                  family[["condition", "design", "metric", "questions", "p_holm", "family"]],
+                                  check_dtype=False)
+    stale = saved.assign(p_holm=0.5, measurable=False, family="a family of 2 tests")
+    real_read = pd.read_csv
+    monkeypatch.setattr(pd, "read_csv", lambda path, *a, **k: stale.copy() if str(path).endswith("comparisons.csv")
+                        else real_read(path, *a, **k))
+    read = pages.with_index_family(cfg, deltas).set_index("metric").loc["mrr_at_10"]
+    want = family[(family.condition == "full questions") & (family.design == "loop_question_first")
+                  & (family.metric == "mrr_at_10")].iloc[0]
+    assert read.p_holm == want.p_holm and read.family == want.family != "a family of 2 tests"
+
+
 def test_a_profile_names_its_condition_and_the_grid_it_belongs_to():
     from lib import pipeline
     from lib.config import load_profile

@@ -7,6 +7,7 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import shown_path
+from ..evaluation import scores
 from .display import markdown_code, markdown_text, readable, safe_table, styled, with_range
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
@@ -119,7 +120,6 @@ def paired_rows(profile, name: str) -> dict:
     in every complete run, ``partial`` the (design, run) pairs stopped part-way, ``questions`` the
     number of scored questions."""
     from ..designs import BASELINE
-    from ..evaluation import scores
     from ..evaluation.metrics import per_question
     from ..runs import read_checked, run_files
 
@@ -143,7 +143,6 @@ def against_dense(profile, name: str) -> tuple[pd.DataFrame, int, dict]:
     differences (``scores.deltas``), the number of such questions, and dense's headroom; empty
     differences when either has no complete run."""
     from ..designs import BASELINE
-    from ..evaluation import scores
 
     pq = paired_rows(profile, name)["pq"]
     if pq.empty or BASELINE not in set(pq.design):
@@ -172,18 +171,21 @@ def shown_name(run_file: str) -> str:
 
 
 def with_index_family(profile, deltas: pd.DataFrame) -> pd.DataFrame:
-    """``deltas`` with the Holm correction the index applies (``p_holm``, ``measurable``, ``family`` taken from the
-    saved ``comparisons.csv`` of the scores page: every design, both measures, every condition), where that file
-    holds this condition's same comparison (same design, measure and questions); otherwise as computed here
-    (corrected over this page's own comparisons), so a page and the index never read one difference two ways."""
+    """``deltas`` with the Holm correction the index applies (``p_holm``, ``measurable``, ``family``: every
+    design, both measures, every condition, ``scores.comparisons`` of ``pipeline.condition_table``, computed
+    here from the saved runs, not read from the scores page's ``comparisons.csv``, which a page rendered
+    before the scores page would find stale), where that family holds this condition's same comparison (same
+    design, measure and questions); otherwise as computed here (corrected over this page's own comparisons),
+    so a page and the index never read one difference two ways."""
     if deltas.empty or "p_holm" not in deltas:
         return deltas
     condition, base = pipeline.condition_of(profile)
-    path = pipeline.results_dir(base) / "comparisons.csv"
-    if condition is None or not path.exists():
+    if condition is None:
         return deltas
-    saved = pd.read_csv(path)
-    saved = saved[saved.condition == condition].set_index(["design", "metric", "questions"])
+    family = scores.comparisons(pipeline.condition_table(base))
+    if family.empty:
+        return deltas
+    saved = family[family.condition == condition].set_index(["design", "metric", "questions"])
     out = deltas.copy()
     for i, r in out.iterrows():
         key = (r.design, r.metric, int(r.questions))
