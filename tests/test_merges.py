@@ -133,3 +133,20 @@ def test_findings_and_reading_name_rrf_the_choice_and_the_best_rule_per_conditio
     assert f["best_other"]["arm"] == "weighted_rrf_w8" and "the best of the others" not in text  # it is the best
     shown = merges_table(t)
     assert shown["merge rule"].tolist()[1] == "the question's list first (chosen on dev)"
+
+
+def test_the_saved_merge_table_covers_every_saved_run_of_every_condition():
+    """results/merges.csv (scripts/select_merge.py --conditions) re-fuses the saved queries of every complete
+    run; a run added later (a new run in a condition) must be in it, or page 6 would read fewer runs than the
+    index. Rerun ``python scripts/select_merge.py --conditions`` after adding runs."""
+    from lib import pipeline
+    from lib.config import load_profile
+
+    base = load_profile("offline")
+    table = pd.read_csv(base.results_dir / "merges.csv")
+    for cname, cp in pipeline.condition_profiles(base).items():
+        pq = pipeline.load_scored(cp).pq
+        for design in merges.MERGE_DESIGNS:
+            saved = sorted(int(r) for r in pq[pq.design == design].run.unique())
+            rows = table[(table.condition == cname) & (table.design == design) & (table.run.astype(str) != "mean")]
+            assert sorted({int(r) for r in rows.run}) == saved, (cname, design, "rerun scripts/select_merge.py --conditions")
