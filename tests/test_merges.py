@@ -150,3 +150,33 @@ def test_the_saved_merge_table_covers_every_saved_run_of_every_condition():
             saved = sorted(int(r) for r in pq[pq.design == design].run.unique())
             rows = table[(table.condition == cname) & (table.design == design) & (table.run.astype(str) != "mean")]
             assert sorted({int(r) for r in rows.run}) == saved, (cname, design, "rerun scripts/select_merge.py --conditions")
+
+
+def test_the_merge_doc_quotes_the_saved_merge_table():
+    """docs/merge.md's table of every rule in every condition is the saved merges.csv (the agent, MRR@10, mean
+    over runs), cell by cell, so a new run that moves a figure fails here until the doc is brought up to date."""
+    from pathlib import Path
+
+    from lib.config import load_profile
+
+    table = pd.read_csv(load_profile("offline").results_dir / "merges.csv")
+    table = table[(table.design == "agent") & (table.run.astype(str) == "mean")]
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "merge.md").read_text(encoding="utf-8")
+    lines = [line for line in doc.splitlines() if line.startswith("| `")]
+    order = ["full questions", "short questions", "two-part questions", "full questions, whole snapshot",
+             "short questions, whole snapshot"]
+    names = {"rrf": "`rrf` (as run)", "question_first": "`question_first` (dev choice)", "best_score": "`best_score`",
+             "weighted_rrf_w2": "`weighted_rrf`, w = 2", "weighted_rrf_w4": "`weighted_rrf`, w = 4",
+             "weighted_rrf_w8": "`weighted_rrf`, w = 8"}
+
+    def cell(r):
+        def f(x):
+            return f"{x:+.3f}".replace("-", "−")
+        if f(r.mrr_at_10_low) == f(r.mrr_at_10_high) == f(r.mrr_at_10_delta):  # no range: the list is dense's
+            return f(r.mrr_at_10_delta)
+        return f"{f(r.mrr_at_10_delta)} [{f(r.mrr_at_10_low)}, {f(r.mrr_at_10_high)}]"
+
+    for rule, shown in names.items():
+        rows = table[table.merge_rule == rule].set_index("condition")
+        want = f"| {shown} | " + " | ".join(cell(rows.loc[c]) for c in order) + " |"
+        assert want in lines, (want, [line for line in lines if line.startswith(f"| {shown} |")])
