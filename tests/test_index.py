@@ -271,7 +271,7 @@ def test_a_design_page_takes_the_index_family_from_the_saved_runs_not_a_stale_fi
     from lib.report import pages
 
     cfg = load_profile("offline")
-    deltas, n, head = pages.against_dense(cfg, "loop_question_first")
+    deltas = pages.against_dense(cfg, "loop_question_first")[0]
     family = scores.comparisons(pipeline.condition_table(cfg))
     saved = pd.read_csv(pipeline.results_dir(cfg) / "comparisons.csv")
     pd.testing.assert_frame_equal(saved[["condition", "design", "metric", "questions", "p_holm", "family"]],

@@ -158,6 +158,7 @@ def test_the_merge_doc_quotes_the_saved_merge_table():
     from pathlib import Path
 
     from lib.config import load_profile
+    from lib.report.display import fixed, with_range
 
     table = pd.read_csv(load_profile("offline").results_dir / "merges.csv")
     table = table[(table.design == "agent") & (table.run.astype(str) == "mean")]
@@ -170,11 +171,10 @@ def test_the_merge_doc_quotes_the_saved_merge_table():
              "weighted_rrf_w8": "`weighted_rrf`, w = 8"}
 
     def cell(r):
-        def f(x):
-            return f"{x:+.3f}".replace("-", "−")
-        if f(r.mrr_at_10_low) == f(r.mrr_at_10_high) == f(r.mrr_at_10_delta):  # no range: the list is dense's
-            return f(r.mrr_at_10_delta)
-        return f"{f(r.mrr_at_10_delta)} [{f(r.mrr_at_10_low)}, {f(r.mrr_at_10_high)}]"
+        ends = {fixed(x, sign=True) for x in (r.mrr_at_10_delta, r.mrr_at_10_low, r.mrr_at_10_high)}
+        if len(ends) == 1:  # no range: the list is dense's
+            return fixed(r.mrr_at_10_delta, sign=True)
+        return with_range(r.mrr_at_10_delta, r.mrr_at_10_low, r.mrr_at_10_high)
 
     for rule, shown in names.items():
         rows = table[table.merge_rule == rule].set_index("condition")
