@@ -103,6 +103,11 @@ class LLMUse:
         self.last = None  # the last response, for its stop reason
 
     @property
+    def last_decoding(self) -> str:
+        """How the last response was decoded (:attr:`lib.llm.base.LLMResponse.decoding`)."""
+        return str(getattr(self.last, "decoding", "") or "")
+
+    @property
     def stop_reason(self) -> str:
         """The last response's stop reason ("" when the backend gives none)."""
         return str(getattr(self.last, "stop_reason", "") or "")

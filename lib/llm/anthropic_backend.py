@@ -168,7 +168,7 @@ class AnthropicBackend:
                            model=self.model, backend=self.name, stop_reason=str(msg.stop_reason or ""),
                            stop_details=_block_dict(details) if details is not None else None, thinking=thinking,
                            cache_write_tokens=cache_write, cache_read_tokens=cache_read, batch=batch,
-                           api_settings=self.api_settings, tool_calls=calls, content=content)
+                           api_settings=self.api_settings, tool_calls=calls, content=content, decoding="server")
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.build_params(request)

@@ -115,6 +115,10 @@ class LLMResponse:
     content: list[dict] = field(default_factory=list)     # the turn's content blocks as returned (thinking included),
                                                           # passed back unchanged in the next turn
     prompt_tokens_reused: int = 0  # local backend: prompt tokens whose KV state was reused from its previous call
+    # how the reply was decoded: "fast" (the local backend's fast path, lib/llm/speculative.py), "token" (a token
+    # at a time), "server" (a remote API's own); records written before the field say it through their date
+    # (lib/llm/records.py decoding_of)
+    decoding: str = ""
 
     @property
     def prompt_tokens(self) -> int:

@@ -235,7 +235,7 @@ class LocalBackend:
         text = choice["message"]["content"] or ""
         response = LLMResponse(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
                                tokens_out=int(usage.get("completion_tokens", 0)), latency_s=latency, cost_usd=0.0,
-                               model=self.model, backend=self.name)
+                               model=self.model, backend=self.name, decoding="fast" if self.draft else "token")
         if request.tools is not None:
             call = parse_json_call(text, f"call_{assistant_turns(request.messages) + 1}")
             response.tool_calls = [call] if call else []

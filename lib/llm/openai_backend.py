@@ -153,7 +153,7 @@ class OpenAIBackend:
         return LLMResponse(text=text, tokens_in=tin, tokens_out=tout, latency_s=latency_s, cost_usd=cost,
                            model=self.model, backend=self.name, stop_reason=stop, stop_details=details,
                            thinking=thinking, cache_read_tokens=cached, api_settings=settings, tool_calls=calls,
-                           content=content)
+                           content=content, decoding="server")
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.build_params(request)

@@ -13,6 +13,20 @@ from ..io import Appender, locked, read_jsonl, repair_torn_tail
 from .base import TOOL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
 
 RECORDS_DIR = ROOT / "data" / "llm_records"
+# the local backend's fast path (lib/llm/speculative.py) became its default at this time; records written
+# before the response's ``decoding`` field existed say how they were decoded through their date
+FAST_PATH_SINCE = "2026-12-02T21:29:32Z"
+
+
+def decoding_of(rec: dict) -> str:
+    """How a recorded reply was decoded: its response's ``decoding`` field, or for a local record
+    written before that field, "token" before the fast path became the default and "fast" after."""
+    response = rec.get("response", {})
+    if response.get("decoding"):
+        return str(response["decoding"])
+    if response.get("backend") != "local":
+        return "server" if response.get("backend") in ("anthropic", "openai") else ""
+    return "fast" if str(rec.get("recorded_at", "")) >= FAST_PATH_SINCE else "token"
 
 
 class RecordStore:
@@ -87,7 +101,7 @@ class RecordedLLM:
         rec = self.store.get(request)
         if rec is not None:
             r = rec["response"]
-            return LLMResponse(**{**r, "replayed": True})
+            return LLMResponse(**{**r, "replayed": True, "decoding": decoding_of(rec)})
         if self.backend is None:
             where = self.store.file(request.kind)
             where = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where

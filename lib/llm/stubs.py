@@ -35,7 +35,7 @@ class _Stub:
         out = json_call_text(call["name"], call["input"]) if call else text
         return LLMResponse(text=text, tokens_in=_tokens(prompt), tokens_out=_tokens(out), latency_s=0.0, cost_usd=0.0,
                            model=self.model, backend=self.name, stop_reason="tool_use" if call else "end_turn",
-                           tool_calls=[call] if call else [])
+                           tool_calls=[call] if call else [], decoding="scripted")
 
 
 def _question(request: LLMRequest) -> str:
