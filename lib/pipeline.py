@@ -561,6 +561,15 @@ def condition_of(profile: Profile) -> tuple[str | None, Profile]:
     return next((c for c, cp in condition_profiles(base).items() if results_dir(cp) == here), None), base
 
 
+def saved_runs_state(profile: Profile) -> tuple[tuple[str, int], ...]:
+    """What the pages' comparisons are computed from, cheaply: every run file of every design in every
+    condition of the profile's grid (``condition_of``), by path and size (a run grows as it is saved).
+    ``lib.report.execute.run_notebooks`` executes a page again when this changed after it ran."""
+    _, base = condition_of(profile)
+    files = {p for cp in condition_profiles(base).values() for d in design_names() for p in run_files(results_dir(cp), d)}
+    return tuple(sorted((str(p), p.stat().st_size) for p in files if p.exists()))
+
+
 def condition_table(profile: Profile) -> pd.DataFrame:
     """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
     condition and the paired randomization test's p-values, Holm-corrected over the whole table

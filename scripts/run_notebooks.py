@@ -9,7 +9,8 @@ with the project's message). Each NAME is then executed by papermill from DIR/NA
 notebooks/) with the parameters of FILE and the ``-p`` words, all in one kernel reset before each
 notebook (lib/report/execute.py), into the failed-run folder (--failed-root, default build/failed,
 then the report folder's path) and moved into the profile's report folder when it completed; the
-first that fails stops the run. The completed ones are then rendered and the index rebuilt by
+first that fails stops the run; a page executed before a later page saved runs is executed again at the end
+(lib/report/execute.py), so a first run and its rerun give the same pages. The completed ones are then rendered and the index rebuilt by
 scripts/build_report.py (whose exit status this returns: 0 when every page was written, 1 when a
 notebook failed or a page could not be written, 2 on a bad profile or parameter). --print-page
 prints the page's path when one notebook was asked for and its page was written.
@@ -114,7 +115,10 @@ def main(argv: list[str]) -> int:
     from jupyter_client.kernelspec import NoSuchKernel
 
     try:
-        completed, failed = run_notebooks(args.names, args.notebooks_dir.resolve(), out, failed_dir, parameters)
+        from lib.pipeline import saved_runs_state  # a page executed before the last run was saved runs again
+
+        completed, failed = run_notebooks(args.names, args.notebooks_dir.resolve(), out, failed_dir, parameters,
+                                          state=lambda: saved_runs_state(profile))
     except NoSuchKernel as exc:
         print(f"error: the project's kernel is not registered ({exc}): `make setup` registers it", file=sys.stderr)
         return 2

@@ -11,7 +11,13 @@ digest), and a page's own state (the interactive-table library, put into each pa
 again with the page (:func:`lib.report.pages.new_page`).
 
 Each notebook is executed into ``failed_dir`` and moved into ``out_dir`` only when its run completed,
-so a failed or killed run never leaves an executed notebook where the report is rendered from."""
+so a failed or killed run never leaves an executed notebook where the report is rendered from.
+
+A page reads the whole study's saved runs (the index's Holm family: every design, measure and condition),
+so a page executed before a later page of the same command saved its runs would show a smaller family
+than the rerun of the same command: with ``state`` (what the pages read, e.g. the saved run files'
+sizes), every page executed while the state was not yet the command's last is executed again once at
+the end, so the first run of a study and its rerun give the same pages."""
 from __future__ import annotations
 
 import logging
@@ -22,9 +28,11 @@ from typing import Callable, Sequence
 
 KERNEL = "agentic-rag-evidence"
 # run in the kernel before each notebook: its names gone, its cells counted from 1 again (as a fresh
-# kernel counts them: the pages show In [n]), its figures closed, the page's own state new
+# kernel counts them: the pages show In [n]; a new history session, so a page executed again in the kernel
+# writes no line number its first execution wrote), its figures closed, the page's own state new
 RESET = """get_ipython().run_line_magic('reset', '-f')
 get_ipython().execution_count = 1
+get_ipython().history_manager.new_session()
 import sys as _sys
 import matplotlib.pyplot as _plt
 _plt.close('all')
@@ -88,12 +96,14 @@ class SharedKernel:
 
 def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, failed_dir: Path, parameters: dict,
                   kernel_name: str = KERNEL, cwd: Path | None = None,
-                  log: Callable[[str], None] | None = None) -> tuple[list[str], list[Path]]:
+                  log: Callable[[str], None] | None = None,
+                  state: Callable[[], object] | None = None) -> tuple[list[str], list[Path]]:
     """Execute ``notebooks_dir/<name>.ipynb`` for each name in order, in one kernel (module docstring)
     started in ``cwd`` (default: this process's folder, as papermill's command line starts it): each
     into ``failed_dir`` first, moved into ``out_dir`` when it completed. Stops at the first that
-    fails, naming its error on stderr. Returns (the names that completed, the executed notebooks of
-    the runs that did not)."""
+    fails, naming its error on stderr. With ``state``, the completed pages executed before the state
+    last changed are executed again, once, in order (module docstring). Returns (the names that
+    completed, the executed notebooks of the runs that did not)."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
@@ -104,19 +114,38 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
     failed_dir.mkdir(parents=True, exist_ok=True)
     completed: list[str] = []
     failed: list[Path] = []
+    seen: dict[str, object] = {}  # the state each page was executed with (read when it ended)
+
+    def execute(kernel: SharedKernel, name: str) -> bool:
+        target = failed_dir / f"{name}.ipynb"
+        try:
+            kernel.reset()
+            pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(target), parameters=parameters,
+                                kernel_name=kernel_name, km=kernel.km, progress_bar=False)
+        except (PapermillExecutionError, RuntimeError, OSError) as exc:
+            why = f"{exc.ename}: {exc.evalue}" if isinstance(exc, PapermillExecutionError) else f"{type(exc).__name__}: {exc}"
+            print(f"{name}: {why}", file=sys.stderr)
+            failed.append(target)
+            return False
+        shutil.move(str(target), str(out_dir / f"{name}.ipynb"))
+        if state is not None:
+            seen[name] = state()
+        return True
+
     with SharedKernel(kernel_name, cwd=Path(cwd or Path.cwd())) as kernel:
         for name in names:
             log(f"== {name}")
-            target = failed_dir / f"{name}.ipynb"
-            try:
-                kernel.reset()
-                pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(target), parameters=parameters,
-                                    kernel_name=kernel_name, km=kernel.km, progress_bar=False)
-            except (PapermillExecutionError, RuntimeError, OSError) as exc:
-                why = f"{exc.ename}: {exc.evalue}" if isinstance(exc, PapermillExecutionError) else f"{type(exc).__name__}: {exc}"
-                print(f"{name}: {why}", file=sys.stderr)
-                failed.append(target)
+            if not execute(kernel, name):
                 break
-            shutil.move(str(target), str(out_dir / f"{name}.ipynb"))
             completed.append(name)
+        if state is not None:
+            last = state()
+            stale = [n for n in completed if seen.get(n) != last]
+            if stale:
+                log(f"== again, with every run this command saved (the same family on every page): {' '.join(stale)}")
+            for name in stale:
+                log(f"== {name}")
+                if not execute(kernel, name):  # its first execution is no page of this state: not rendered
+                    completed.remove(name)
+                    break
     return completed, failed

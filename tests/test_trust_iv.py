@@ -1,0 +1,68 @@
+"""The probes of issue 49 ("Trust IV") kept as tests: each failed once on a clean clone."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lib.config import ROOT
+
+
+def _notebook(path: Path, source: str) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("state_file = ''", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(source)]
+    nb.metadata["kernelspec"] = {"name": "agentic-rag-evidence", "display_name": "agentic-rag-evidence",
+                                 "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+def _kernel_or_skip() -> None:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec("agentic-rag-evidence")
+    except NoSuchKernel:
+        pytest.skip("the project's kernel is not registered (make setup registers it)")
+
+
+def _outputs(path: Path) -> list[str]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return ["".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])]
+
+
+def test_a_page_run_before_a_later_page_saved_runs_is_run_again_as_its_rerun_would_read(tmp_path):
+    """Probe 3: a study's first run showed page 05 with the family of the designs run so far, page 10 with
+    the whole study's; the page that read the state before a later page changed it is executed again, so
+    the first run gives the pages its rerun gives."""
+    from lib.report.execute import run_notebooks
+
+    _kernel_or_skip()
+    state = tmp_path / "runs.txt"
+    state.write_text("dense\n")
+    nbs = tmp_path / "nb"
+    nbs.mkdir()
+    _notebook(nbs / "a_reads.ipynb", "from pathlib import Path\nprint('family:', Path(state_file).read_text().split())")
+    _notebook(nbs / "b_adds.ipynb", "from pathlib import Path\np = Path(state_file)\n"
+              "p.write_text(p.read_text() + ('agent\\n' if 'agent' not in p.read_text() else ''))\nprint('added')")
+    _notebook(nbs / "c_reads.ipynb", "from pathlib import Path\nprint('family:', Path(state_file).read_text().split())")
+    lines: list[str] = []
+    names = ["a_reads", "b_adds", "c_reads"]
+
+    def run(out: str) -> tuple[list[str], dict[str, list[str]]]:
+        done, failed = run_notebooks(names, nbs, tmp_path / out, tmp_path / "failed", {"state_file": str(state)},
+                                     cwd=tmp_path, log=lines.append, state=state.read_text)
+        assert not failed
+        return done, {n: _outputs(tmp_path / out / f"{n}.ipynb") for n in names}
+
+    done, first = run("first")
+    assert done == names
+    assert first["a_reads"] == first["c_reads"] == ["family: ['dense', 'agent']\n"]
+    assert any(line.startswith("== again") and "a_reads" in line and "c_reads" not in line for line in lines)
+    lines.clear()
+    done, again = run("again")
+    assert again == first and not any(line.startswith("== again") for line in lines)  # nothing changed: once each
