@@ -53,6 +53,7 @@ from lib.config import notebook_profile, shown_path
 from lib.data.questions import copied_ngrams, read_twopart_questions, word_count
 from lib.evaluation.relevance import relevant_ids
 from lib.report import plots
+from lib.report.collection import length_words, questions_reading
 from lib.report.display import safe_table
 from lib.report.pages import open_page, reading, show, whole_table
 
@@ -127,12 +128,10 @@ if cfg.twopart_questions_path:
     tp = pd.DataFrame(read_twopart_questions(cfg.path("twopart_questions_path"), {p["id"] for p in papers}))
     tp["words"] = tp["question"].map(word_count)
     display(Markdown(f"`{shown_path(cfg.path('twopart_questions_path'))}`: {len(tp)} questions, {int(tp.ok.sum())} "
-                     f"passed review; {int(tp.words.median())} words at the median ({tp.words.min()} to "
-                     f"{tp.words.max()}); generator: {', '.join(sorted(tp.generator.unique()))}."))
-    t1 = tp.iloc[0]
+                     f"passed review; {length_words(tp.words)}; generator: {', '.join(sorted(tp.generator.unique()))}."))
     display(safe_table(pd.DataFrame([{"qid": t1.qid, "question": t1.question, "short form": t1.short,
                            "first paper": by_id[t1.source_ids[0]]["title"],
-                           "second paper": by_id[t1.source_ids[1]]["title"]}])))
+                           "second paper": by_id[t1.source_ids[1]]["title"]} for t1 in tp.head(1).itertuples()])))
     display(Markdown("Failed review, with the reason:"))
     display(safe_table(tp.loc[tp.ok == 0, ["qid", "question", "review_note"]]))
     whole_table(tp.assign(source_ids=tp.source_ids.str.join(";"))[["qid", "source_ids", "question", "short", "ok",
@@ -141,8 +140,4 @@ else:
     display(Markdown("This profile has no two-part question set (`twopart_questions_path`)."))
 
 # %% tags=["finding"]
-text = (f"{int(qs.ok.sum())} of {len(qs)} questions passed review and are scored; their median length is "
-        f"{int(qs.loc[qs.ok == 1, 'words'].median())} words, and {len(copies)} copy 4 or more title words.")
-if tp is not None:
-    text += f" The two-part set adds {int(tp.ok.sum())} reviewed questions that need two papers each."
-reading(text)
+reading(questions_reading(qs, len(copies), tp))

@@ -10,7 +10,8 @@ notebooks/) with the parameters of FILE and the ``-p`` words, all in one kernel 
 notebook (lib/report/execute.py), into the failed-run folder (--failed-root, default build/failed,
 then the report folder's path) and moved into the profile's report folder when it completed; the
 first that fails stops the run; a page executed before a later page saved runs is executed again at the end
-(lib/report/execute.py), so a first run and its rerun give the same pages. The completed ones are then rendered and the index rebuilt by
+(lib/report/execute.py), so a first run and its rerun give the same pages. The completed ones are then
+rendered and the index rebuilt by
 scripts/build_report.py (whose exit status this returns: 0 when every page was written, 1 when a
 notebook failed or a page could not be written, 2 on a bad profile or parameter). --print-page
 prints the page's path when one notebook was asked for and its page was written.

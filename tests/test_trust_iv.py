@@ -66,3 +66,43 @@ def test_a_page_run_before_a_later_page_saved_runs_is_run_again_as_its_rerun_wou
     lines.clear()
     done, again = run("again")
     assert again == first and not any(line.startswith("== again") for line in lines)  # nothing changed: once each
+
+
+def test_the_questions_finding_says_none_passed_instead_of_failing_on_the_median_of_nothing():
+    """Probe 7: page 02 crashed (`cannot convert float NaN to integer`) when no written question passed review."""
+    import pandas as pd
+
+    from lib.report.collection import length_words, questions_reading
+
+    failed = pd.DataFrame({"ok": [0, 0], "words": [12, 30]})
+    text = questions_reading(failed, 0)
+    assert text.startswith("None of the 2 questions passed review") and "nan" not in text
+    passed = pd.DataFrame({"ok": [1, 0, 1], "words": [10, 99, 21]})
+    assert "2 of 3 questions passed review" in questions_reading(passed, 1) and "15.5 words" in questions_reading(passed, 1)
+    assert length_words(pd.Series([], dtype=int)) == "no questions"
+
+
+def test_page_02_renders_when_no_question_passed_review(tmp_path):
+    """Probe 7 as the page runs: the pilot's questions, every one failed by review, render page 02 with the finding."""
+    import shutil
+
+    import pandas as pd
+
+    from lib.report.execute import run_notebooks
+
+    _kernel_or_skip()
+    os.environ["PYTHONPATH"] = str(ROOT)
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("collection.jsonl", "collection_manifest.json"):
+        shutil.copy(ROOT / "data" / "pilot" / name, data / name)
+    qs = pd.read_csv(ROOT / "data" / "pilot" / "questions.csv", dtype=str).assign(ok="0", review_note="failed")
+    qs.to_csv(data / "questions.csv", index=False)
+    params = {"profile": "pilot", "data_dir": str(data), "results_dir": str(tmp_path / "results"),
+              "questions_path": str(data / "questions.csv")}
+    done, failed = run_notebooks(["02_questions"], ROOT / "notebooks", tmp_path / "out", tmp_path / "failed", params,
+                                 cwd=ROOT, log=lambda line: None)
+    assert done == ["02_questions"], failed
+    text = "".join(_outputs(tmp_path / "out" / "02_questions.ipynb"))
+    nb = (tmp_path / "out" / "02_questions.ipynb").read_text(encoding="utf-8")
+    assert f"None of the {len(qs)} questions passed review" in nb, text[-2000:]

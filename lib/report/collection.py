@@ -86,3 +86,23 @@ def collection_reading(manifest: dict) -> str:
             f"{manifest['by_role'].get('lookalike', 0)} lookalikes and {manifest['by_role'].get('filler', 0)} fillers. A "
             f"source's closest lookalike has a median TF-IDF similarity of {nb['median']:.2f} (the article reports "
             f"{article_figures()['collection']['top_neighbour_tfidf_median']:.2f}).")
+
+
+def questions_reading(qs: pd.DataFrame, copies: int, twopart: pd.DataFrame | None = None) -> str:
+    """The questions page's finding (notebook 02), from its table (``ok``: passed review, ``words``): how
+    many passed and their median length, or that none did and so nothing can be scored."""
+    passed = qs.loc[qs.ok == 1, "words"] if len(qs) else pd.Series(dtype=float)
+    if passed.empty:
+        text = (f"None of the {len(qs)} questions passed review, so no design can be scored on them; "
+                f"{copies} copy 4 or more title words.")
+    else:
+        text = (f"{len(passed)} of {len(qs)} questions passed review and are scored; their median length is "
+                f"{passed.median():g} words, and {copies} copy 4 or more title words.")
+    if twopart is not None:
+        text += f" The two-part set adds {int((twopart.ok == 1).sum())} reviewed questions that need two papers each."
+    return text
+
+
+def length_words(words: pd.Series) -> str:
+    """A question set's lengths in words: the median and the range (``no questions`` for none)."""
+    return "no questions" if words.empty else f"{words.median():g} words at the median ({words.min()} to {words.max()})"
