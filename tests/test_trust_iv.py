@@ -106,3 +106,50 @@ def test_page_02_renders_when_no_question_passed_review(tmp_path):
     text = "".join(_outputs(tmp_path / "out" / "02_questions.ipynb"))
     nb = (tmp_path / "out" / "02_questions.ipynb").read_text(encoding="utf-8")
     assert f"None of the {len(qs)} questions passed review" in nb, text[-2000:]
+
+
+def _store_with_two_calls(folder: Path):
+    from lib.llm.base import LLMRequest, LLMResponse
+    from lib.llm.records import RecordStore
+
+    store = RecordStore(folder)
+    reqs = [LLMRequest("agent", "sys", (("user", f"question {i}"),), 64, run=1) for i in (1, 2)]
+    for i, r in enumerate(reqs):
+        store.put(r, LLMResponse(text=f'{{"decision": "stop", "n": {i}}}', tokens_in=10, tokens_out=5, latency_s=0.5,
+                                 cost_usd=0.0, model="m", backend="local"))
+    return reqs, folder / "agent.jsonl"
+
+
+@pytest.mark.parametrize("damage", ["key", "reply"])
+def test_a_record_whose_key_or_reply_was_damaged_is_named_by_file_and_line(tmp_path, damage):
+    """Probes 4 and 9: a saved record whose key was damaged dropped its whole run as "not recorded for these
+    questions" (exit 0), and a reply edited by hand was replayed without notice; now either is an error naming
+    the file and line, and reading writes nothing."""
+    from lib.errors import DataError
+    from lib.llm.records import RecordStore
+
+    reqs, path = _store_with_two_calls(tmp_path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[1])
+    if damage == "key":
+        rec["key"] = rec["key"][:-1] + ("0" if rec["key"][-1] != "0" else "1")
+    else:
+        rec["response"]["text"] = '{"decision": "search", "query": "edited"}'
+    lines[1] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = path.read_bytes()
+    with pytest.raises(DataError, match=r"agent\.jsonl: line 2: .*" + ("gives key" if damage == "key" else "digest")):
+        RecordStore(tmp_path).get(reqs[0])
+    assert path.read_bytes() == before
+
+
+def test_a_record_read_back_replays_its_reply_and_one_without_a_digest_is_still_read(tmp_path):
+    from lib.llm.records import RecordStore
+
+    reqs, path = _store_with_two_calls(tmp_path)
+    assert RecordStore(tmp_path).get(reqs[1])["response"]["text"] == '{"decision": "stop", "n": 1}'
+    old = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for rec in old:  # records written before the digest existed
+        del rec["response_digest"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in old), encoding="utf-8")
+    assert RecordStore(tmp_path).count("agent") == 2

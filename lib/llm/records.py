@@ -2,6 +2,8 @@
 that answers from it when it can: reruns replay instead of calling a model again."""
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from dataclasses import asdict
@@ -29,11 +31,31 @@ def decoding_of(rec: dict) -> str:
     return "fast" if str(rec.get("recorded_at", "")) >= FAST_PATH_SINCE else "token"
 
 
+def response_digest(response: dict) -> str:
+    """The digest of a recorded reply (its response's fields as saved), stored beside it when recorded."""
+    return hashlib.sha256(json.dumps(response, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def checked_record(rec: dict) -> dict:
+    """A record as read back, checked: its key must be the key of its own request (a damaged or edited key
+    would answer no request, and its run would be skipped as "not recorded"), and its reply must match the
+    digest stored with it (records written before the digest existed carry none). Raises ValueError or
+    KeyError, which the reader names with the file and line."""
+    LLMRequest.from_record(rec)
+    stored = rec.get("response_digest")
+    if stored is not None and stored != response_digest(rec["response"]):
+        raise ValueError(f"record {str(rec['key'])[:12]}: its reply does not match the digest stored with it "
+                         "(edited after it was recorded?)")
+    return rec
+
+
 class RecordStore:
     """Append-only JSON-lines store of calls, one file per backend/model and kind.
 
     Reading never writes: a bad line is an error naming the file and line, except an unterminated
-    last line (an interrupted append), which is left out and cut off by the next append.
+    last line (an interrupted append), which is left out and cut off by the next append. Every record
+    is checked as it is read (:func:`checked_record`): a key that is not its request's, or a reply that
+    is not its digest's, is such an error too.
     """
 
     def __init__(self, directory: Path, base_dirs: tuple[Path, ...] = ()):
@@ -52,7 +74,7 @@ class RecordStore:
         with self._lock:
             if kind not in self._cache:
                 files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
-                self._cache[kind] = {rec["key"]: rec for f in files for rec in read_jsonl(f, torn_tail_ok=True)}
+                self._cache[kind] = {rec["key"]: rec for f in files for rec in read_jsonl(f, checked_record, torn_tail_ok=True)}
             return self._cache[kind]
 
     def get(self, request: LLMRequest) -> dict | None:
@@ -63,9 +85,10 @@ class RecordStore:
                "temperature": request.temperature, "grammar": request.grammar}
         if request.tools is not None:  # a tool-calling turn
             req.update(tools=request.tools, tool_choice=request.tool_choice)
+        saved = json.loads(json.dumps({k: v for k, v in asdict(response).items()  # as it reads back
+                                       if k != "replayed" and (k not in TOOL_FIELDS or v)}, ensure_ascii=False))
         rec = {"key": request.key(), "kind": request.kind, "run": request.run, "request": req,
-               "response": {k: v for k, v in asdict(response).items()
-                            if k != "replayed" and (k not in TOOL_FIELDS or v)},
+               "response": saved, "response_digest": response_digest(saved),
                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         path = self.file(request.kind)
         with self._lock, locked(path, wait=True):
