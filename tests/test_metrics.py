@@ -176,15 +176,56 @@ def test_paired_permutation_by_hand():
 
     # no difference anywhere: p = 1; the same value on every side: p = 1 whatever the seed
     assert paired_permutation([1, 0, 1], [1, 0, 1]) == 1.0
-    # 12 questions all +1: of the 2^12 sign patterns only the two all-equal ones reach |mean| = 1,
-    # so p is near 2 / 4096 (the count is never 0: at least 1 / (1 + n))
-    p = paired_permutation(np.ones(12), np.zeros(12), 20000, seed=3)
-    assert 1 / 20001 <= p < 0.002
-    # zero differences add nothing: the same p as the non-zero ones alone, same seed
-    assert paired_permutation([1, 0, 1, 1, 0.5], [0, 0, 0, 1, 0.5], 5000, 2) == paired_permutation([1, 0, 1], [0, 0, 0],
-                                                                                                     5000, 2)
+    # 12 questions all +1: of the 2^12 sign patterns only the two all-equal ones reach |mean| = 1: exactly 2 / 4096
+    assert paired_permutation(np.ones(12), np.zeros(12)) == 2 / 4096
+    # 40 questions all +1: 2 / 2^40, far below what 10,000 random flips could resolve (1 / 10,001)
+    assert paired_permutation(np.ones(40), np.zeros(40)) == pytest.approx(2 / 2 ** 40, rel=1e-9)
+    # zero differences add nothing, and a difference within 1e-12 of zero is zero
+    assert paired_permutation([1, 0, 1, 1, 0.5], [0, 0, 0, 1, 0.5]) == paired_permutation([1, 0, 1], [0, 0, 0]) == 0.5
+    assert paired_permutation([1 + 1e-13, 0.5], [1, 0.5]) == 1.0
     with pytest.raises(ValueError):
         paired_permutation([1, 2], [1])
+
+
+def test_exact_sign_flip_equals_full_enumeration_and_scipy():
+    """The dynamic programme over integer-scaled sums gives the p of full enumeration (small cases, MRR@10
+    differences of run means of three: multiples of 1/7,560), and scipy's exact paired permutation test."""
+    from scipy import stats
+
+    from lib.evaluation.metrics import integer_scale, sign_flip_distribution
+
+    rng = np.random.default_rng(5)
+    mrr = np.array([0, 1, 1 / 2, 1 / 3, 1 / 4, 1 / 7, 1 / 10])
+    for n in (6, 11, 16):
+        a = rng.choice(mrr, size=(n, 3)).mean(axis=1)
+        b = rng.choice(mrr, size=(n, 3)).mean(axis=1)
+        d = a - b
+        d = d[np.abs(d) > 1e-12]
+        signs = 1 - 2 * ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1)
+        enumerated = float(np.mean(np.abs(signs @ d) >= abs(d.sum()) - 1e-12))
+        x, scale = integer_scale(d)
+        assert scale in (2520, 5040, 7560) and np.allclose(x * np.abs(d).sum() / np.abs(x).sum(), d)
+        dist, total = sign_flip_distribution(x)
+        assert dist.sum() == pytest.approx(1.0)
+        dp = float(dist[np.abs(np.arange(-total, total + 1)) >= abs(x.sum())].sum())
+        assert dp == pytest.approx(enumerated, abs=1e-12)
+        exact = stats.permutation_test((a, b), lambda x, y, axis: np.abs(np.mean(x - y, axis=axis)),
+                                       permutation_type="samples", n_resamples=np.inf, vectorized=True,
+                                       alternative="greater").pvalue
+        assert dp == pytest.approx(exact, abs=1e-9)
+
+
+def test_exact_p_over_many_questions_matches_random_flips():
+    """297 questions, run means of three: the exact p against 100,000 random flips (Monte Carlo error)."""
+    from lib.evaluation.metrics import exact_sign_flip, random_sign_flips
+
+    rng = np.random.default_rng(9)
+    mrr = np.array([0, 1, 1 / 2, 1 / 3, 1 / 5, 1 / 9])
+    d = rng.choice(mrr, size=(297, 3)).mean(axis=1) - rng.choice(mrr, size=(297, 3)).mean(axis=1)
+    d = d[np.abs(d) > 1e-12]
+    p, method = exact_sign_flip(d)
+    assert method.startswith("exact (distribution")
+    assert p == pytest.approx(random_sign_flips(d, 100_000, 3), abs=0.006)
 
 
 def test_holm_by_hand():

@@ -140,22 +140,94 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000, seed
     return delta, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-PERMUTATIONS = 10_000  # sign flips of the paired randomization test
+PERMUTATIONS = 10_000  # sign flips of the randomization test where no exact distribution is computable
+# integer scales that make the differences of recall@5 and MRR@10 whole numbers: MRR@10 takes 1/r for r <= 10,
+# so its differences are multiples of 1/2,520 (the least common multiple of 1..10); a mean over n runs divides
+# by n (7,560 for three runs); a two-part question's recall@5 is a multiple of 1/2
+EXACT_SCALES = (1, 2, 6, 12, 60, 2520, 5040, 7560, 10080, 30240, 151200)
+EXACT_ENUMERATE = 20    # at most this many nonzero differences: every sign vector enumerated
+EXACT_MAX_SUM = 20_000_000  # the dynamic programme's largest sum of scaled differences (memory: 8 bytes x 2 x it)
+ZERO = 1e-12            # a difference (or a range's end) within this of zero is zero
+
+
+def integer_scale(d: np.ndarray, scales=EXACT_SCALES) -> tuple[np.ndarray, int] | None:
+    """The differences as whole numbers (``d * scale``, divided by their greatest common divisor) and the
+    scale, for the smallest scale that makes every one whole (within 1e-6); None when none does."""
+    for scale in scales:
+        x = d * scale
+        r = np.rint(x)
+        if np.all(np.abs(x - r) < 1e-6):
+            ints = r.astype(np.int64)
+            g = int(np.gcd.reduce(np.abs(ints))) if ints.size else 1
+            return ints // max(g, 1), scale
+    return None
+
+
+def sign_flip_distribution(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """The exact null distribution of sum(s_i * x_i) over the 2^n equally likely sign vectors s (x whole
+    numbers): probabilities over the sums -S..S (S = sum |x_i|) by dynamic programming, one difference at a
+    time (each adds or subtracts it with probability 1/2), and the offset S."""
+    total = int(np.abs(x).sum())
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    span = 0  # the sums reached so far lie in -span..span
+    for v in np.abs(x).astype(np.int64):
+        lo, hi = total - span, total + span + 1
+        window = dist[lo:hi].copy()
+        dist[lo - v:hi - v] *= 0.0
+        new = np.zeros(hi - lo + 2 * v)
+        new[:hi - lo] += 0.5 * window
+        new[2 * v:] += 0.5 * window
+        dist[lo - v:hi + v] = new
+        span += int(v)
+    return dist, total
+
+
+def exact_sign_flip(d: np.ndarray) -> tuple[float, str]:
+    """The exact two-sided p of the paired sign-flip test on differences ``d`` (zeros already removed):
+    P(|sum of randomly signed d| >= |sum d|), by enumeration of every sign vector for at most
+    ``EXACT_ENUMERATE`` differences, else by the dynamic programme over the integer-scaled sums
+    (:func:`sign_flip_distribution`); (p, method), or (nan, why) when neither is computable."""
+    if d.size <= EXACT_ENUMERATE:
+        signs = 1 - 2 * ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1)
+        sums = np.abs(signs @ d)
+        return float(np.mean(sums >= abs(d.sum()) - ZERO)), "exact (every sign vector)"
+    scaled = integer_scale(d)
+    if scaled is None:
+        return float("nan"), "differences are no multiples of 1/151,200"
+    x, _ = scaled
+    if int(np.abs(x).sum()) > EXACT_MAX_SUM:
+        return float("nan"), "too many distinct sums"
+    dist, total = sign_flip_distribution(x)
+    observed = abs(int(x.sum()))
+    sums = np.abs(np.arange(-total, total + 1))
+    return float(min(1.0, dist[sums >= observed].sum())), "exact (distribution of the scaled sum)"
 
 
 def paired_permutation(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 7) -> float:
     """Two-sided p-value of the paired randomization test of mean(a - b) = 0 (Fisher's randomization
     test as IR reports it: Smucker, Allan & Carterette 2007, CIKM; ranx's ``fisher``): under the null
-    each question's difference is as likely to carry either sign, so ``n_permutations`` seeded sign
-    flips of the differences are drawn and p = (1 + flips whose |mean| >= the observed |mean|) /
-    (1 + n_permutations), never 0. No difference on any question gives p = 1."""
+    each question's difference is as likely to carry either sign. The p is **exact** wherever it is
+    computable (:func:`exact_sign_flip`: every sign vector, or the exact distribution of the sum of the
+    differences scaled to whole numbers, as recall@5 and MRR@10 differences always are); only
+    differences that no scale makes whole fall back to ``n_permutations`` seeded sign flips, p = (1 +
+    flips whose |mean| >= the observed |mean|) / (1 + n_permutations). A difference within ``ZERO`` of
+    0 is 0; no difference on any question gives p = 1."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape:
         raise ValueError("paired permutation test needs the same questions on both sides")
     d = a - b
-    d = d[d != 0]  # a zero difference is the same under either sign
+    d = d[np.abs(d) > ZERO]  # a zero difference is the same under either sign
     if d.size == 0:
         return 1.0
+    p, _ = exact_sign_flip(d)
+    if not np.isnan(p):
+        return p
+    return random_sign_flips(d, n_permutations, seed)
+
+
+def random_sign_flips(d: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 7) -> float:
+    """The randomization test's p from ``n_permutations`` seeded sign flips (never below 1 / (1 + n))."""
     observed = abs(d.mean())
     rng = np.random.default_rng(seed)
     hits, done = 0, 0
@@ -163,7 +235,7 @@ def paired_permutation(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMU
         n = min(2000, n_permutations - done)
         signs = rng.integers(0, 2, size=(n, d.size), dtype=np.int8) * 2 - 1
         flipped = np.abs(signs @ d) / d.size
-        hits += int((flipped >= observed - 1e-12).sum())
+        hits += int((flipped >= observed - ZERO).sum())
         done += n
     return (1 + hits) / (1 + n_permutations)
 
