@@ -125,6 +125,20 @@ class Settings(BaseModel):
     hnsw_m: int = Field(default=32, ge=2, le=256)
     hnsw_ef_search: int = Field(default=64, ge=1, le=4096)
     hnsw_ef_construction: int = Field(default=80, ge=1, le=4096)
+    # dense search in a search engine instead of in process (lib/search/milvus_index.py, docs/engine.md)
+    retriever: Literal["in-process", "milvus"] = Field(
+        default="in-process", description="where dense search runs: in process (numpy / faiss), or in Milvus")
+    milvus_uri: Optional[str] = Field(default=None, description="null: Milvus Lite embedded, in the study's cache "
+                                      "folder; a folder ending in .db, or http(s)://host:port for a server or cluster")
+    milvus_collection: Optional[str] = Field(default=None, description="null: the study builds its own collection "
+                                             "from its documents; a name: that existing collection, searched read-only")
+    milvus_id_field: str = Field(default="doc_id", description="a user's collection: the field holding document ids")
+    milvus_vector_field: str = Field(default="vector", description="a user's collection: the vector field searched")
+    milvus_index: Literal["FLAT", "HNSW"] = Field(
+        default="FLAT", description="the study's own collection: exact (FLAT) or HNSW (hnsw_m, hnsw_ef_construction, "
+        "hnsw_ef_search)")
+    milvus_token_env: str = Field(default="MILVUS_TOKEN", description="the environment variable holding a server's token")
+    milvus_timeout_s: float = Field(default=30.0, gt=0, description="the longest wait for any call to the engine")
     hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
     # bounded escalation (lib/designs/escalate.py): signal and threshold chosen on the dev set

@@ -12,3 +12,8 @@ class ProfileError(ValueError):
 
 class ModelUnavailable(RuntimeError):
     """A profile's model cannot be loaded (no network, no package); never silently replaced."""
+
+
+class EngineError(RuntimeError):
+    """A search engine (``retriever: milvus``) cannot be reached, does not answer in time, or holds a
+    collection that does not fit the study; the message names the setting."""

@@ -18,7 +18,7 @@ from .evaluation import power, scores
 from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
 from .runs import RecordCheck, read_checked, read_results, run_designs, run_files, run_path, write_qrels, write_trec
-from .search.dense import DenseIndex, DenseSearcher
+from .search.dense import DenseIndex, DenseSearcher, embedded_rows
 from .search.fusion import RRF_TIES
 from .search.embedder import Embedder
 
@@ -188,12 +188,52 @@ def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool 
     (``backend``: the dense backend already resolved, so that the search is the one a result records)."""
     papers = papers if papers is not None else search_papers(profile)
     emb = embedder(profile)
+    if profile.retriever == "milvus":
+        return DenseSearcher(milvus_index(profile, papers, emb, progress, chunks), emb)
     options = dense_options(profile, backend)
     if profile.collection_scope == "snapshot":
         from .search.snapshot import load_matrix
 
         return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder), **options), emb)
     return DenseSearcher(DenseIndex.build(papers, emb, progress=progress, chunks=chunks, **options), emb)
+
+
+def milvus_index(profile: Profile, papers: list[dict], emb: Embedder, progress: bool = True, chunks=None):
+    """Dense search in Milvus (``retriever: milvus``): the user's collection read-only
+    (``milvus_collection``), or the study's own collection built from its documents' vectors, in Milvus Lite
+    in the study's cache folder unless ``milvus_uri`` names a server."""
+    from .search import milvus_index as mi
+
+    p = profile
+    uri = p.milvus_uri or str(cache_dirs(p, "milvus")[0] / "milvus.db")
+    connection = mi.Connection(uri, p.milvus_token_env, p.milvus_timeout_s)
+    if p.milvus_collection:
+        dim = int(emb.encode_raw(["the query embedder's dimension"]).shape[1])
+        return mi.open_collection(connection, p.milvus_collection, p.milvus_id_field, p.milvus_vector_field, dim,
+                                  ef_search=p.hnsw_ef_search, known_ids={x["id"] for x in papers})
+    if p.collection_scope == "snapshot":
+        from .search.snapshot import load_matrix
+
+        ids, vectors = load_matrix(papers, p.embedder)
+        positions = None
+    else:
+        ids, vectors, positions = embedded_rows(papers, emb, progress, chunks)
+    return mi.build_collection(connection, ids, vectors, positions, p.milvus_index, p.hnsw_m, p.hnsw_ef_construction,
+                               p.hnsw_ef_search, progress=progress)
+
+
+def retriever_provenance(profile: Profile) -> dict:
+    """Where dense search ran, in a result's provenance only away from the default (in process), so every
+    result computed in process keeps its key: the engine, and its collection (the user's, by address and
+    fields; the study's own, by its index: its rows are the documents the collection digest names)."""
+    p = profile
+    if p.retriever == "in-process":
+        return {}
+    if p.milvus_collection:
+        return {"retriever": p.retriever, **{k: p.settings[k] for k in (
+            "milvus_uri", "milvus_collection", "milvus_id_field", "milvus_vector_field", "hnsw_ef_search")}}
+    hnsw = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search") if p.milvus_index == "HNSW" else ()
+    return {"retriever": p.retriever, "milvus_index": p.milvus_index, **{k: p.settings[k] for k in hnsw}}
 
 
 class ProfileParts:
@@ -331,7 +371,8 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     # so every result computed whole and exactly keeps its key
     if profile.chunk_documents:
         prov.update({k: profile.settings[k] for k in ("chunk_documents", "chunk_tokens", "chunk_overlap")})
-    if parts.dense_backend == "faiss-hnsw":  # set, or chosen by ``auto`` for a large collection
+    prov.update(retriever_provenance(profile))
+    if parts.dense_backend == "faiss-hnsw" and profile.retriever == "in-process":  # set, or chosen by ``auto``
         prov.update({"dense_backend": "faiss-hnsw",
                      **{k: profile.settings[k] for k in ("hnsw_m", "hnsw_ef_search", "hnsw_ef_construction")}})
     # a design's optional settings (the loop's prompt variant) enter the record only away from their
@@ -357,6 +398,8 @@ def expected_settings(profile: Profile, name: str) -> dict:
     out = {k: profile.settings.get(k) for k in cls.settings}
     out.update({k: (None if profile.settings.get(k) == d else profile.settings.get(k))
                 for k, d in optional_settings(cls).items()})
+    # where dense search ran: a result of another retriever is never scored as this one's
+    out["retriever"] = retriever_provenance(profile).get("retriever")
     return out
 
 

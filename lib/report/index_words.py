@@ -248,9 +248,10 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
         condition = table.condition.iloc[0]
     name = design_namer(profile)
     article = shows_article(_profile(profile))
+    engine = retriever_cell(_profile(profile))
     rows = []
     for _, r in _registry_order(table[table.condition == condition]).iterrows():
-        row = {"design": name(r.design)}
+        row = {"design": name(r.design), **({"dense search in": engine} if engine else {})}
         if not (pd.notna(r.get("questions")) and r.questions > 0):
             row.update({"runs": 0, "questions": 0, "recall@5": _not_scored_note(table, condition, r.design)})
             row.update({f"article {label} (− dense [range])": article_cell(r.design, m)
@@ -276,6 +277,19 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
     return pd.DataFrame(rows).fillna("")
 
 
+
+
+def retriever_cell(profile) -> str | None:
+    """Where a study's dense search ran, for its scores table, or None for the project's own in-process search
+    (no column): every result carries its ``retriever`` in its provenance, and a saved result of another
+    retriever is refused when read (``pipeline.expected_settings``), so one folder's rows share it."""
+    if getattr(profile, "settings", {}).get("retriever", "in-process") == "in-process":
+        return None
+    p = profile.settings
+    if p.get("milvus_collection"):
+        return f"Milvus, collection {p['milvus_collection']} (read-only)"
+    where = "Milvus Lite, embedded" if not p.get("milvus_uri") else "Milvus"
+    return f"{where}, the study's own collection ({'exact' if p.get('milvus_index') == 'FLAT' else 'HNSW'})"
 
 
 def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:

@@ -41,6 +41,18 @@ def resolve_backend(backend: str, rows: int) -> str:
     return backend
 
 
+def embedded_rows(papers: Sequence[dict], embedder: Embedder, progress: bool = True,
+                  chunks: Sequence[Chunk] | None = None) -> tuple[list[str], np.ndarray, list[int] | None]:
+    """The rows a dense index holds: one per paper (its ``paper_text``), or with ``chunks`` one per chunk
+    (every paper must have one): their document ids, vectors and chunk positions (None: one row a paper)."""
+    if chunks is None:
+        texts = [paper_text(p) for p in papers]
+        return [p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress), None
+    DocRows.of_chunks(chunks, papers)
+    vecs = embedder.embed([c.text for c in chunks], desc="embedding chunks", progress=progress)
+    return [c.doc_id for c in chunks], vecs, [c.position for c in chunks]
+
+
 class DenseIndex:
     """Cosine search over L2-normalised vectors, ties broken by id (ascending), at document level.
 
@@ -75,15 +87,9 @@ class DenseIndex:
     @classmethod
     def build(cls, papers: Sequence[dict], embedder: Embedder, progress: bool = True,
               chunks: Sequence[Chunk] | None = None, **options) -> "DenseIndex":
-        """The index of these papers, one row per paper (its ``paper_text``), or with ``chunks`` one
-        row per chunk (every paper must have one); ``options``: the constructor's backend settings."""
-        if chunks is None:
-            texts = [paper_text(p) for p in papers]
-            return cls([p["id"] for p in papers], embedder.embed(texts, desc="embedding collection", progress=progress),
-                       **options)
-        DocRows.of_chunks(chunks, papers)
-        vecs = embedder.embed([c.text for c in chunks], desc="embedding chunks", progress=progress)
-        return cls([c.doc_id for c in chunks], vecs, positions=[c.position for c in chunks], **options)
+        """The index of these papers (:func:`embedded_rows`); ``options``: the constructor's backend settings."""
+        ids, vecs, positions = embedded_rows(papers, embedder, progress, chunks)
+        return cls(ids, vecs, positions=positions, **options)
 
     def _row_scores(self, qvec: np.ndarray) -> np.ndarray:
         return self.vectors @ np.asarray(qvec, dtype=np.float32)

