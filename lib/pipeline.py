@@ -17,6 +17,7 @@ from .io import digest
 from .evaluation import power, scores
 from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
+from .progress import unscored
 from .runs import RecordCheck, read_checked, read_results, run_designs, run_files, run_path, write_qrels, write_trec
 from .search.dense import DenseIndex, DenseSearcher, embedded_rows
 from .search.fusion import RRF_TIES
@@ -470,17 +471,19 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
                 raise
             res = {n: read_results(run_path(rdir, n, k)) for n in names}
             done = min(len(r) for r in res.values())
-            if done == 0:  # the record holds this run for other questions only (another condition)
-                misses.append(exc)
-                print(f"{'+'.join(names)} run {k}: not recorded for these questions; skipped")
-                continue
             later = recorded_later(parts, designs, k, qs[done + 1:])
             if later:  # the record goes on past this question: the question changed, not the recording
                 raise ReplayMiss(f"{'+'.join(names)} run {k}: question {qs[done].qid} (question {done + 1} of "
                                  f"{len(qs)}) has no recorded answer, although later questions have "
                                  f"({', '.join(later[:3])}): was it changed? {exc}") from exc
-            print(f"{'+'.join(names)} run {k}: the record stops after {done} of {len(qs)} questions (a recording "
-                  f"that was interrupted or is still going on); saved but not scored ({exc})")
+            if done == 0:  # the record holds this run for other questions only (another condition)
+                misses.append(exc)
+                print(f"{'+'.join(names)} run {k}: not recorded for these questions; skipped")
+                continue
+            unscored(f"{'+'.join(names)} run {k}: the record has no answer for question {qs[done].qid} (question "
+                     f"{done + 1} of {len(qs)}) nor for any later one: a recording that was interrupted or is still "
+                     f"going on, or a question changed since it was recorded; saved for {done} questions, not scored "
+                     f"({exc})")
         for n, rs in res.items():
             write_trec(rs, rdir / n / f"run{k}.trec", f"{n}-run{k}")
         out[k] = res

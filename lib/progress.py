@@ -92,3 +92,28 @@ def to_terminal() -> Iterator[bool]:
         return
     with contextlib.redirect_stderr(stream):
         yield True
+
+
+# the output metadata that marks a line on a page as a condition that left a design unscored
+UNSCORED = "agentic-rag-evidence/unscored"
+
+
+def unscored(text: str, markdown: str | None = None) -> None:
+    """Say a condition that leaves a design unscored (a changed question, another writer of a run file, a
+    recording that stops part-way) where the user sees it. In a notebook kernel it is shown on the page
+    (``markdown`` when given, else ``text``) and marked there (output metadata ``UNSCORED``), so the notebook
+    runner prints it in the terminal and exits non-zero (``lib.report.execute.unscored_lines``); elsewhere it
+    is printed on stderr."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython is a dependency of the notebooks
+        shell = None
+    if shell is None or not hasattr(shell, "kernel"):
+        print(text, file=sys.stderr, flush=True)
+        return
+    from IPython.display import display
+
+    data = {"text/plain": text, **({"text/markdown": markdown} if markdown else {})}
+    display(data, raw=True, metadata={UNSCORED: text})

@@ -13,7 +13,8 @@ first that fails stops the run; a page executed before a later page saved runs i
 (lib/report/execute.py), so a first run and its rerun give the same pages. The completed ones are then
 rendered and the index rebuilt by
 scripts/build_report.py (whose exit status this returns: 0 when every page was written, 1 when a
-notebook failed or a page could not be written, 2 on a bad profile or parameter). --print-page
+notebook failed or a page could not be written or a page left a design unscored, which is printed, 2 on a
+bad profile or parameter). --print-page
 prints the page's path when one notebook was asked for and its page was written.
 
 --from-env (the Makefile's `notebook` and `study` targets): what the user typed is read from the
@@ -38,7 +39,7 @@ from lib.config import ROOT, profile_file, shown_path  # noqa: E402
 from lib.data.study import lock_study  # noqa: E402
 from lib.errors import ProfileError  # noqa: E402
 from lib.io import LockedError  # noqa: E402
-from lib.report.execute import notebook_parameters, run_notebooks  # noqa: E402
+from lib.report.execute import notebook_parameters, run_notebooks, unscored_lines  # noqa: E402
 
 
 def notebook_named(prefix: str, notebooks_dir: Path) -> str:
@@ -129,6 +130,11 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     status = build_report.main([*words, "--completed", *completed, "--failed", *map(str, failed)])
+    problems = [f"{name}: {line}" for name in completed for line in unscored_lines(out / f"{name}.ipynb")]
+    for line in problems:  # a design left unscored is said here too, not only on its page
+        print(f"not scored: {line}", file=sys.stderr)
+    if problems:
+        status = max(status, 1)
     if args.print_page and status == 0 and len(args.names) == 1:
         print(f"{out}/{args.names[0]}.html")
     return status

@@ -153,3 +153,70 @@ def test_a_record_read_back_replays_its_reply_and_one_without_a_digest_is_still_
         del rec["response_digest"]
     path.write_text("".join(json.dumps(r) + "\n" for r in old), encoding="utf-8")
     assert RecordStore(tmp_path).count("agent") == 2
+
+
+def test_a_line_that_leaves_a_design_unscored_is_on_the_page_and_marked_for_the_terminal(tmp_path, capsys):
+    """Probe 5: problems were reported only inside a page, with exit 0; a page's unscored line is now marked,
+    and scripts/run_notebooks.py prints every marked line and exits non-zero. Outside a kernel it goes to stderr."""
+    from lib.progress import unscored
+    from lib.report.execute import run_notebooks, unscored_lines
+
+    unscored("agent run 2: not scored")
+    assert "agent run 2: not scored" in capsys.readouterr().err
+    _kernel_or_skip()
+    nbs = tmp_path / "nb"
+    nbs.mkdir()
+    _notebook(nbs / "page.ipynb", "from lib.progress import unscored\nprint('before')\n"
+              "unscored('agent run 2: another process is writing', markdown='**agent** was not run')")
+    _notebook(nbs / "clean.ipynb", "print('nothing wrong')")
+    done, failed = run_notebooks(["page", "clean"], nbs, tmp_path / "out", tmp_path / "failed", {}, cwd=ROOT,
+                                 log=lambda line: None)
+    assert done == ["page", "clean"] and not failed
+    assert unscored_lines(tmp_path / "out" / "page.ipynb") == ["agent run 2: another process is writing"]
+    assert unscored_lines(tmp_path / "out" / "clean.ipynb") == []
+    nb = json.loads((tmp_path / "out" / "page.ipynb").read_text(encoding="utf-8"))
+    shown = [{k: "".join(v) for k, v in o["data"].items()} for c in nb["cells"] for o in c.get("outputs", []) if "data" in o]
+    assert {"text/plain": "agent run 2: another process is writing", "text/markdown": "**agent** was not run"} in shown
+
+
+def test_the_runner_prints_the_unscored_lines_and_exits_non_zero():
+    """The runner's side of probe 5 (scripts/run_notebooks.py reads each completed page's marked lines)."""
+    source = (ROOT / "scripts" / "run_notebooks.py").read_text(encoding="utf-8")
+    assert "unscored_lines(out / f\"{name}.ipynb\")" in source and "status = max(status, 1)" in source
+
+
+def _pilot_with_changed_question(tmp_path: Path, which: int):
+    import shutil
+
+    import pandas as pd
+
+    from lib.config import load_profile
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("collection.jsonl", "collection_manifest.json"):
+        shutil.copy(ROOT / "data" / "pilot" / name, data / name)
+    qs = pd.read_csv(ROOT / "data" / "pilot" / "questions.csv", dtype=str, keep_default_na=False)
+    row = qs.index[which]
+    qs.loc[row, "question"] = qs.loc[row, "question"].rstrip("?") + ", exactly?"
+    qs.to_csv(data / "questions.csv", index=False)
+    return load_profile("pilot", data_dir=str(data), results_dir=str(tmp_path / "results"),
+                        questions_path=str(data / "questions.csv"))
+
+
+@pytest.mark.parametrize("which", [0, -1])
+def test_a_changed_question_is_never_read_as_an_interrupted_recording_or_as_not_recorded(tmp_path, capsys, which):
+    """Probe 5: a changed question read as "a recording that was interrupted" (the last question) or made the
+    run "not recorded for these questions; skipped" (the first): the first is refused as a changed question,
+    the last is named as either and left unscored where the terminal shows it."""
+    from lib import pipeline
+    from lib.llm import ReplayMiss
+
+    profile = _pilot_with_changed_question(tmp_path, which)
+    if which == 0:
+        with pytest.raises(ReplayMiss, match="was it changed"):
+            pipeline.run(profile, "multiquery", runs=[1], progress=False)
+        return
+    pipeline.run(profile, "multiquery", runs=[1], progress=False)
+    err = capsys.readouterr().err
+    assert "or a question changed since it was recorded" in err and "not scored" in err

@@ -149,3 +149,14 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
                     completed.remove(name)
                     break
     return completed, failed
+
+
+def unscored_lines(notebook: Path) -> list[str]:
+    """The lines an executed notebook marked as leaving a design unscored (``lib.progress.unscored``), in order."""
+    import json
+
+    from ..progress import UNSCORED
+
+    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    return [str(o["metadata"][UNSCORED]) for c in nb.get("cells", []) for o in c.get("outputs", [])
+            if UNSCORED in (o.get("metadata") or {})]

@@ -246,6 +246,7 @@ def run_or_read(profile, name: str, runs=None) -> dict:
     now (a run of the shipped study still being recorded: it would add results, or another process
     is writing it), the page says so in words and shows what is saved."""
     from ..io import LockedError
+    from ..progress import unscored
     from ..runs import ReadOnlyResults, read_results, run_files
 
     try:
@@ -253,8 +254,9 @@ def run_or_read(profile, name: str, runs=None) -> dict:
     except (ReadOnlyResults, LockedError) as exc:
         why = ("another process is writing its run file now" if isinstance(exc, LockedError) else
                "a saved run is not complete, and this page does not add results to the shipped study")
-        display(Markdown(f"**{name} was not run for this page:** {why}. The page shows the runs saved so far; a run "
-                         f"stopped part-way is saved, not scored. ({markdown_text(exc)})"))
+        unscored(f"{name} was not run for this page: {why} ({exc})",
+                 markdown=f"**{name} was not run for this page:** {why}. The page shows the runs saved so far; a run "
+                          f"stopped part-way is saved, not scored. ({markdown_text(exc)})")
         saved = {int(p.stem[3:]): read_results(p) for p in run_files(pipeline.results_dir(profile), name)}
         return {"runs": {k: v for k, v in saved.items() if v}, "summary": pipeline.saved_design_summary(profile, name),
                 "provenance": pipeline.provenance_table(profile, name)}
