@@ -1,6 +1,8 @@
 """The project's own errors: each names the file, row and field (or the setting) that is wrong."""
 from __future__ import annotations
 
+import re
+
 
 class DataError(ValueError):
     """Bad input data; the message names the file, row and field."""
@@ -17,3 +19,16 @@ class ModelUnavailable(RuntimeError):
 class EngineError(RuntimeError):
     """A search engine (``retriever: milvus``) cannot be reached, does not answer in time, or holds a
     collection that does not fit the study; the message names the setting."""
+
+
+# a URL's user:password@ part, and a query parameter that carries a secret (?api_key=..., &token=...)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s@:'\"]+):([^/\s@'\"]*)@")
+_URL_SECRET_PARAM = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|password|passwd|pwd|secret)=)[^&\s'\"#]+")
+
+
+def redacted(text: object) -> str:
+    """``text`` with the credentials a URL carries replaced by ``***``: the password of ``scheme://user:password@host``
+    and the value of a secret query parameter (``api_key``, ``token``, ``password``, ...). Every message that may
+    hold a server address (an unreachable server, a settings table, a failed page) passes through it."""
+    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", str(text))
+    return _URL_SECRET_PARAM.sub(lambda m: f"{m.group(1)}***", text)

@@ -220,3 +220,46 @@ def test_a_changed_question_is_never_read_as_an_interrupted_recording_or_as_not_
     pipeline.run(profile, "multiquery", runs=[1], progress=False)
     err = capsys.readouterr().err
     assert "or a question changed since it was recorded" in err and "not scored" in err
+
+
+def test_an_unreachable_server_is_named_without_the_password_in_its_address():
+    """Probe 8: the unreachable-server error printed OPENAI_BASE_URL with its password."""
+    pytest.importorskip("openai")
+    from lib.llm.base import LLMError, LLMRequest
+    from lib.llm.openai_backend import OpenAIBackend
+
+    llm = OpenAIBackend("m", base_url="http://bob:hunter2@127.0.0.1:9/v1", max_retries=0, timeout_s=5)
+    with pytest.raises(LLMError) as err:
+        llm.complete(LLMRequest("agent", "sys", (("user", "q"),), 16))
+    assert "hunter2" not in str(err.value) and "bob:***@127.0.0.1:9" in str(err.value)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("http://bob:hunter2@host:8000/v1", "http://bob:***@host:8000/v1"),
+    ("https://host/v1?api_key=hunter2&x=1", "https://host/v1?api_key=***&x=1"),
+    ("milvus_uri 'http://root:hunter2@localhost:19530': no answer", "milvus_uri 'http://root:***@localhost:19530': no answer"),
+    ("http://host:8000/v1 and https://user@host/", "http://host:8000/v1 and https://user@host/"),
+])
+def test_credentials_in_urls_are_redacted_in_messages_and_on_pages(text, shown):
+    from lib.errors import redacted
+    from lib.report.pages import setting_text
+
+    assert redacted(text) == shown and setting_text(text) == shown
+
+
+def test_a_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
+    """Probe 8: question text starting with =, @, + or - was written as is into report/tables/*.csv."""
+    import pandas as pd
+
+    from lib.config import load_profile
+    from lib.report.pages import whole_table
+
+    profile = load_profile("pilot", results_dir=str(tmp_path / "results"))
+    df = pd.DataFrame({"qid": ["q1", "q2", "q3", "q4", "q5"],
+                       "question": ["=HYPERLINK(\"http://x\",\"y\")", "@SUM(1,1)", "+1+1", "-2+3", "what is it?"],
+                       "delta": [-0.5, 0.25, -1.0, 0.0, 1.0]})
+    whole_table(df, profile, "probe")
+    back = pd.read_csv(profile.report_dir / "tables" / "probe.csv")
+    assert str(profile.report_dir).startswith(str(tmp_path))
+    assert back.question.tolist() == ["'=HYPERLINK(\"http://x\",\"y\")", "'@SUM(1,1)", "'+1+1", "'-2+3", "what is it?"]
+    assert back.delta.tolist() == [-0.5, 0.25, -1.0, 0.0, 1.0]  # numbers stay numbers

@@ -42,6 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
+from ..errors import redacted
 from .base import REFUSAL, LLMError, LLMRequest, LLMResponse, cost_usd, load_prices
 from .tools import THINKING_TYPES, assistant_turns, chat_messages, chat_text, parse_json_call, tool_use_block
 
@@ -162,7 +163,7 @@ class OpenAIBackend:
             completion = self.client.chat.completions.create(**params)
         except Exception as exc:  # what the SDK raises once its retries are spent, or at once for a 4xx
             hint = f" (is the server running at {self.base_url}?)" if "Connection" in type(exc).__name__ else ""
-            raise LLMError(f"openai {self.model}: {type(exc).__name__}: {exc}{hint}") from exc
+            raise LLMError(redacted(f"openai {self.model}: {type(exc).__name__}: {exc}{hint}")) from exc
         return self.response_from_completion(completion, request, time.perf_counter() - start)
 
     def complete_many(self, requests: Sequence[LLMRequest],

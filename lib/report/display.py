@@ -299,3 +299,22 @@ def seconds(value: Any) -> str:
     if missing(value):
         return DASH
     return f"{float(value):.{3 if abs(float(value)) < 1 else 2}f}"
+
+
+# a cell a spreadsheet would read as a formula (OWASP, CSV injection): text starting with one of these
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` for a CSV a reader may open in a spreadsheet: every text cell (and column name) that starts
+    with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, so it is read as text,
+    never run as a formula (OWASP's CSV injection advice); numbers are left as they are."""
+    def safe(value: Any) -> Any:
+        return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(safe)
+    out.columns = [safe(c) for c in out.columns]
+    return out

@@ -107,6 +107,8 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
+    from ..errors import redacted
+
     log = log or (lambda line: print(line, flush=True))
     logging.getLogger("papermill").setLevel(logging.ERROR)
     notebooks_dir, out_dir, failed_dir = (Path(p).resolve() for p in (notebooks_dir, out_dir, failed_dir))
@@ -124,7 +126,7 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
                                 kernel_name=kernel_name, km=kernel.km, progress_bar=False)
         except (PapermillExecutionError, RuntimeError, OSError) as exc:
             why = f"{exc.ename}: {exc.evalue}" if isinstance(exc, PapermillExecutionError) else f"{type(exc).__name__}: {exc}"
-            print(f"{name}: {why}", file=sys.stderr)
+            print(f"{name}: {redacted(why)}", file=sys.stderr)  # no password of a server's address
             failed.append(target)
             return False
         shutil.move(str(target), str(out_dir / f"{name}.ipynb"))

@@ -7,8 +7,9 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import shown_path
+from ..errors import redacted
 from ..evaluation import scores
-from .display import markdown_code, markdown_text, readable, safe_table, styled, with_range
+from .display import markdown_code, markdown_text, readable, safe_table, spreadsheet_safe, styled, with_range
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -84,7 +85,7 @@ def setting_text(value) -> str:
         return ", ".join(setting_text(v) for v in value)
     if value is None:
         return "—"
-    return number(value, 6) if isinstance(value, (int, float)) else str(value)
+    return number(value, 6) if isinstance(value, (int, float)) else redacted(value)  # a server's password never shown
 
 
 def show(df: pd.DataFrame, profile=None, **kwargs) -> None:
@@ -101,7 +102,7 @@ def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "", decimal
 
     path = profile.report_dir / "tables" / f"{name}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False)
+    spreadsheet_safe(df).to_csv(path, index=False)  # no cell a spreadsheet would run as a formula
     display(Markdown(f"{len(df)} rows; the same rows as CSV: [tables/{name}.csv](tables/{name}.csv)"))
     offline_tables()
     itables.show(readable(df, decimals=decimals, profile=profile), caption=caption or None, pageLength=10,
