@@ -71,6 +71,12 @@ class Settings(BaseModel):
     question_fields: dict[Literal["id", "question", "relevant"], str] = {}
     qrels_path: Optional[str] = Field(default=None, description="relevance judgements (TREC or BEIR tsv), graded allowed")
     beir_split: str = Field(default="test", description="the BEIR qrels split scored")
+    # what the documents are, in the model prompts and the pages (lib/llm/prompts.py corpus_of): a short
+    # plural description; null: the arXiv study's own words for an arXiv collection, "documents" for a study
+    corpus_description: Optional[str] = Field(
+        default=None, min_length=1, max_length=200,
+        description="what the documents are, plural (e.g. 'maintenance reports of wind turbines'); 'arxiv': the "
+        "article's words (arXiv paper abstracts); null: those for an arXiv collection, 'documents' for a study")
     # long documents are searched as chunks (lib/search/chunking.py), scored at document level
     chunk_documents: bool = Field(default=False, description="split documents into token chunks (the arXiv study: "
                                   "off, as the article's, each abstract cut at the embedder's maximum input)")

@@ -17,6 +17,7 @@ from .io import digest
 from .evaluation import power, scores
 from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
+from .llm.prompts import corpus_for
 from .progress import unscored
 from .runs import RecordCheck, read_checked, read_results, run_designs, run_files, run_path, write_qrels, write_trec
 from .search.dense import DenseIndex, DenseSearcher, embedded_rows
@@ -316,6 +317,10 @@ class ProfileParts:
         p = self.profile
         return (p.llm_record_backend or "local") if p.llm_backend == "replay" else p.llm_backend
 
+    def corpus(self):
+        """What the prompts call the documents: the profile's ``corpus_description`` (lib.llm.prompts.corpus_for)."""
+        return corpus_for(self.profile)
+
     def prompt_style(self) -> str:
         """The article's prompts for Claude and for an OpenAI-compatible server (native tool calls), the
         local variant (worked examples, grammar) for the local model and a server sent its grammar."""
@@ -388,8 +393,9 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
 
 def optional_settings(cls) -> dict:
     """The settings a design's results depend on that enter its provenance only when not at their
-    default (setting -> default)."""
-    return dict(getattr(cls, "optional_settings", {}) or {})
+    default (setting -> default): the design's own, and for every LLM design the description of the
+    documents its prompts give (``corpus_description``; null: the arXiv study's own words)."""
+    return {**({"corpus_description": None} if cls.uses_llm else {}), **(getattr(cls, "optional_settings", {}) or {})}
 
 
 def expected_settings(profile: Profile, name: str) -> dict:

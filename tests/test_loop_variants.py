@@ -212,7 +212,8 @@ def test_loop_prompt_is_a_setting_of_every_profile_at_the_prompt_chosen_on_dev()
 def test_from_parts_takes_the_prompt_and_the_profile_chooses_it():
     for prompt in prompts.LOOP_PROMPTS:
         p = load_profile("pilot", loop_prompt=prompt, loop_backend="scripted")
-        parts = SimpleNamespace(profile=p, prompt_style=lambda: "local", searcher=ListSearcher(LISTS),
+        parts = SimpleNamespace(profile=p, prompt_style=lambda: "local", corpus=lambda: prompts.ARXIV,
+                                searcher=ListSearcher(LISTS),
                                 papers=[{"id": i, "title": t, "abstract": a} for i, (t, a) in PAPERS.items()])
         for cls in (LoopDesign, LoopQuestionFirstDesign):
             d = cls.from_parts(parts, {})

@@ -35,6 +35,7 @@ from ..progress import bar as tqdm  # progress in the terminal, never in a page
 from ..errors import DataError
 from ..llm import LLMRequest, RecordedLLM
 from ..llm.base import INCOMPLETE_STOPS, REFUSAL
+from ..llm.prompts import ARXIV, Corpus, corpus_for, worded
 from .questions import QUESTION_FIELDS, STYLES, copied_ngrams, qid_for, style_for
 
 QUESTION_MAX_TOKENS = 300
@@ -161,14 +162,16 @@ def neighbours_from_manifest(manifest: Mapping[str, Any], papers: Sequence[Mappi
 
 # ---------------------------------------------------------------------------------- writing
 def question_request(title: str, abstract: str, style: str, copied_before: Sequence[str] = (),
-                     attempt: int = 1) -> LLMRequest:
-    """The writer's request: title and abstract only, the style, and a note after a copy."""
+                     attempt: int = 1, corpus: Corpus = ARXIV) -> LLMRequest:
+    """The writer's request: title and abstract only, the style, and a note after a copy (in
+    ``corpus``'s words: a study's documents are no arXiv papers)."""
     if style not in STYLE_INSTRUCTIONS:
         raise ValueError(f"unknown question style {style!r}; expected one of {STYLES}")
-    user = QUESTION_USER.format(style_instruction=STYLE_INSTRUCTIONS[style], title=title, abstract=abstract)
+    user = worded(QUESTION_USER, corpus).format(style_instruction=worded(STYLE_INSTRUCTIONS[style], corpus),
+                                                title=title, abstract=abstract)
     if copied_before:
         user += COPY_NOTE.format(attempt=attempt, copied="; ".join(f'"{c}"' for c in copied_before))
-    return LLMRequest(kind="question", system=QUESTION_SYSTEM, messages=(("user", user),),
+    return LLMRequest(kind="question", system=worded(QUESTION_SYSTEM, corpus), messages=(("user", user),),
                       max_tokens=QUESTION_MAX_TOKENS, temperature=0.0)
 
 
@@ -184,7 +187,7 @@ def parse_question_reply(text: str) -> ParsedQuestion:
 
 
 def write_question(llm: RecordedLLM, source: Mapping[str, Any] | Any, style: str, qid: str,
-                   max_tries: int = 3) -> tuple[WrittenQuestion, list[dict]]:
+                   max_tries: int = 3, corpus: Corpus = ARXIV) -> tuple[WrittenQuestion, list[dict]]:
     """Write a question and regenerate it (up to ``max_tries`` times) while it copies title words.
 
     Returns the kept question and the log events: ``plain_text_reply`` for every reply that was
@@ -199,7 +202,7 @@ def write_question(llm: RecordedLLM, source: Mapping[str, Any] | Any, style: str
     copied_so_far: list[str] = []
     attempt = 1
     while True:
-        response = llm.complete(question_request(title, abstract, style, copied_so_far, attempt))
+        response = llm.complete(question_request(title, abstract, style, copied_so_far, attempt, corpus))
         reply, stop = response.text, str(getattr(response, "stop_reason", "") or "")
         if stop in INCOMPLETE_STOPS:
             log.append(_stop_event(stop, qid, "question", response, attempt=attempt))
@@ -220,14 +223,15 @@ def write_question(llm: RecordedLLM, source: Mapping[str, Any] | Any, style: str
 
 # ---------------------------------------------------------------------------------- review
 def review_request(question: str, source: Mapping[str, Any] | Any,
-                   neighbours: Sequence[Mapping[str, Any] | Any]) -> LLMRequest:
-    """The reviewer's request: the question, the source, and its 3 nearest other papers."""
+                   neighbours: Sequence[Mapping[str, Any] | Any], corpus: Corpus = ARXIV) -> LLMRequest:
+    """The reviewer's request: the question, the source, and its 3 nearest other papers (in
+    ``corpus``'s words)."""
     near = neighbours[:N_REVIEW_NEIGHBOURS]
-    listed = "\n".join(f"{i}. Title: {paper_field(p, 'title')}\nAbstract: {paper_field(p, 'abstract')}"
-                       for i, p in enumerate(near, start=1))
-    user = REVIEW_USER.format(question=question, title=paper_field(source, "title"),
-                              abstract=paper_field(source, "abstract"), n=len(near), neighbours=listed)
-    return LLMRequest(kind="review", system=REVIEW_SYSTEM, messages=(("user", user),),
+    listed = "\n".join(f"{i}. Title: {paper_field(p, 'title')}\n{worded('Abstract', corpus)}: "
+                       f"{paper_field(p, 'abstract')}" for i, p in enumerate(near, start=1))
+    user = worded(REVIEW_USER, corpus).format(question=question, title=paper_field(source, "title"),
+                                              abstract=paper_field(source, "abstract"), n=len(near), neighbours=listed)
+    return LLMRequest(kind="review", system=worded(REVIEW_SYSTEM, corpus), messages=(("user", user),),
                       max_tokens=REVIEW_MAX_TOKENS, temperature=0.0)
 
 
@@ -240,10 +244,10 @@ def parse_review_reply(text: str) -> Review:
 
 
 def review_question(llm: RecordedLLM, question: str, source: Mapping[str, Any] | Any,
-                    neighbours: Sequence[Mapping[str, Any] | Any]) -> Review:
+                    neighbours: Sequence[Mapping[str, Any] | Any], corpus: Corpus = ARXIV) -> Review:
     """Ask the reviewer whether the source abstract, and no nearest other paper, answers the question.
     A reply that stops on a refusal or at max_tokens is a fail whose reason names the stop."""
-    response = llm.complete(review_request(question, source, neighbours))
+    response = llm.complete(review_request(question, source, neighbours, corpus))
     stop = str(getattr(response, "stop_reason", "") or "")
     if stop in INCOMPLETE_STOPS:
         return Review(ok=False, reason=stop_note(stop, "reviewer", _category(response)), reply=response.text,
@@ -275,7 +279,7 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
                           sources: Sequence[Mapping[str, Any] | Any],
                           neighbours_by_id: Mapping[str, Sequence[Mapping[str, Any] | Any]],
                           generator_name: str, progress: bool = True,
-                          max_tries: int = 3) -> tuple[list[dict], list[dict]]:
+                          max_tries: int = 3, corpus: Corpus = ARXIV) -> tuple[list[dict], list[dict]]:
     """One question per source, in source order: write, check for copies, review.
 
     Returns rows with exactly :data:`lib.questions.QUESTION_FIELDS` (for
@@ -291,7 +295,7 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
         if source_id not in neighbours_by_id:
             raise DataError(f"no nearest papers given for source {source_id} ({qid}); the review needs "
                             f"its {N_REVIEW_NEIGHBOURS} nearest other papers")
-        written, events = write_question(llm_writer, source, style, qid, max_tries)
+        written, events = write_question(llm_writer, source, style, qid, max_tries, corpus)
         log.extend(events)
         if written.stop_reason:
             category = next((e.get("category") for e in events if e["event"] == REFUSAL), None)
@@ -306,7 +310,7 @@ def generate_question_set(llm_writer: RecordedLLM, llm_reviewer: RecordedLLM,
             log.append({"event": "still_copying", "qid": qid, "copied": written.copied,
                         "question": written.question})
         else:
-            review = review_question(llm_reviewer, written.question, source, neighbours_by_id[source_id])
+            review = review_question(llm_reviewer, written.question, source, neighbours_by_id[source_id], corpus)
             ok, note = int(review.ok), review.reason
             if review.stop_reason:
                 log.append({"event": review.stop_reason, "qid": qid, "step": "review", "reply": review.reply})
@@ -325,7 +329,7 @@ def count_events(log: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 def project_question_cost(llm: Any, sources: Sequence[Mapping[str, Any] | Any],
                           neighbours_by_id: Mapping[str, Sequence[Mapping[str, Any] | Any]],
-                          prices: dict | None = None) -> dict[str, Any]:
+                          prices: dict | None = None, corpus: Corpus = ARXIV) -> dict[str, Any]:
     """Projected cost of :func:`generate_question_set` on ``llm``'s model before any call: one write
     and one review per source not yet recorded (the review with a placeholder question of typical
     length; regenerations of copying questions come on top), from :func:`lib.llm.cost.project_cost`."""
@@ -334,12 +338,13 @@ def project_question_cost(llm: Any, sources: Sequence[Mapping[str, Any] | Any],
     store = getattr(llm, "store", None)
     writes, reviews = [], []
     for i, source in enumerate(sources):
-        req = question_request(paper_field(source, "title"), paper_field(source, "abstract"), style_for(i))
+        req = question_request(paper_field(source, "title"), paper_field(source, "abstract"), style_for(i),
+                               corpus=corpus)
         if store is not None and store.get(req) is not None:
             continue  # written before: it (and its review) replays
         writes.append(req)
         near = neighbours_by_id.get(paper_field(source, "id"), [])
-        reviews.append(review_request("q" * 250, source, near))
+        reviews.append(review_request("q" * 250, source, near, corpus))
     return combine([project_cost(writes, llm.model, prices, recorded=store),
                     project_cost(reviews, llm.model, prices, recorded=store)])
 
@@ -405,14 +410,14 @@ def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress:
     neighbours = neighbours_from_manifest(manifest, papers)
     llm = question_llm(profile)
     if llm.backend is not None and question_backend(profile) == "anthropic":  # a paid model: project, check first
-        projection = project_question_cost(llm, sources, neighbours)
+        projection = project_question_cost(llm, sources, neighbours, corpus=corpus_for(profile))
         print(f"question generation with {profile.question_model}: {projection['calls']} calls, "
               f"~{projection['input_tokens']} input / ~{projection['output_tokens']} output tokens, "
               f"~${projection['usd']:.4f} projected ({projection['already_recorded']} recorded calls replay)")
         check_budget(projection, profile.settings.get("max_cost_usd"))
     rows, log = generate_question_set(llm, llm, sources, neighbours,
                                       generator_name=f"{llm.name}:{profile.question_model or profile.llm_model}",
-                                      progress=progress)
+                                      progress=progress, corpus=corpus_for(profile))
     path = generated_questions_path(profile)
     write_questions(rows, path)
     (path.parent / "question_generation_log.json").write_text(json.dumps(log, indent=1))

@@ -71,8 +71,10 @@ class AgentDesign:
 
     def __init__(self, searcher, llm: RecordedLLM, titles: dict[str, str], style: str,
                  k: int = 50, rrf_k: int = 60, max_searches: int = 3, temperature: float = 0.0,
-                 provenance: dict | None = None):
+                 provenance: dict | None = None, corpus: prompts.Corpus = prompts.ARXIV):
         self.searcher, self.llm, self.titles, self.style = searcher, llm, titles, style
+        self.system = (prompts.agent_local_system if style == "local" else prompts.agent_system)(corpus)
+        self.examples = prompts.agent_examples(corpus)
         self.k, self.rrf_k, self.max_searches = k, rrf_k, max_searches
         self.temperature, self.provenance = temperature, provenance or {}
 
@@ -80,7 +82,8 @@ class AgentDesign:
     def from_parts(cls, parts, provenance: dict) -> "AgentDesign":
         p = parts.profile
         return cls(parts.searcher, parts.llm(), parts.titles(), parts.prompt_style(), k=p.dense_k, rrf_k=p.rrf_k,
-                   max_searches=p.agent_max_searches, temperature=p.llm_temperature, provenance=provenance)
+                   max_searches=p.agent_max_searches, temperature=p.llm_temperature, provenance=provenance,
+                   corpus=parts.corpus())
 
     def request(self, question: Question, queries: list[str], lists: list[list[str]], run: int,
                 kind: str = "agent") -> LLMRequest:
@@ -89,11 +92,11 @@ class AgentDesign:
         user = prompts.agent_user(question.text, [(q, [self.titles[d] for d in ids[:5]])
                                                   for q, ids in zip(queries, lists)])
         if self.style == "local":
-            msgs: tuple = tuple(m for u, a in prompts.AGENT_EXAMPLES for m in (("user", u), ("assistant", a)))
-            return LLMRequest(kind, prompts.AGENT_LOCAL_SYSTEM, msgs + (("user", user),),
+            msgs: tuple = tuple(m for u, a in self.examples for m in (("user", u), ("assistant", a)))
+            return LLMRequest(kind, self.system, msgs + (("user", user),),
                               prompts.AGENT_LOCAL_MAX_TOKENS, self.temperature, run, prompts.AGENT_GRAMMAR,
                               label=question.qid)
-        return LLMRequest(kind, prompts.AGENT_SYSTEM, (("user", user),), prompts.AGENT_MAX_TOKENS,
+        return LLMRequest(kind, self.system, (("user", user),), prompts.AGENT_MAX_TOKENS,
                           self.temperature, run, label=question.qid)
 
     @property

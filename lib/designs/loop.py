@@ -2,7 +2,8 @@
 deep-research modes; the reason-act loop of ReAct, Yao et al. 2023, with native tool calls).
 
 The model gets a system prompt, the question and two tools: ``search(query)`` (the dense index's
-top ``loop_search_k`` ids and titles) and ``read(paper_id)`` (that paper's abstract). It calls them
+top ``loop_search_k`` ids and titles) and ``read(paper_id)`` (that paper's abstract; a long document
+searched as chunks: the passages the loop's searches matched, see :func:`read_text`). It calls them
 as often as it decides, one call a turn; the code runs every call and returns the result, until the
 model answers by naming the paper ids it relies on (its citations). Caps, all profile settings:
 
@@ -61,7 +62,8 @@ from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Resu
 ANSWER_TOOL = "answer"          # the local protocol's answer call
 CHARS_PER_TOKEN = 3.0           # conservative for budget projections (English prose runs about 4)
 TURN_OVERHEAD = 16              # template tokens around each new message
-READ_MAX_CHARS = 2000           # an abstract is cut here (arXiv abstracts are at most 1,920 characters)
+READ_MAX_CHARS = 2000           # a document searched whole is cut here (arXiv abstracts are at most 1,920 characters)
+READ_PASSAGES = 2               # a chunked document's read: this many passages, the matched ones first
 QUERY_MAX_CHARS = 300
 ENDINGS = ("stop", "step_cap", "token_budget", "refusal", "max_tokens", "bad_tool_arguments")
 DETAIL_CHARS = 200              # the trace keeps this much of an answer
@@ -97,6 +99,45 @@ def shown_ids(result) -> list[str]:
             ids = step["detail"].rsplit(SHOWN_SEP, 1)[1]
             out += [i for i in ids.split(", ") if i != "(none)" and i not in out]
     return out
+
+
+def passages_of(chunks, papers: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
+    """Each chunked document's passages in document order, the title each chunk's text starts with
+    taken off (the read shows it once); a document of one chunk is left out: it is read whole."""
+    by_doc: dict[str, list] = {}
+    for c in chunks or ():
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out = {}
+    for pid, cs in by_doc.items():
+        if len(cs) < 2 or pid not in papers:
+            continue
+        title = papers[pid][0]
+        prefix = f"{title}. " if title else ""
+        out[pid] = [c.text[len(prefix):] if c.text.startswith(prefix) else c.text
+                    for c in sorted(cs, key=lambda c: c.position)]
+    return out
+
+
+def read_positions(n: int, matched: list[int], k: int = READ_PASSAGES) -> list[int]:
+    """Which of a document's ``n`` passages one read shows: those the loop's searches matched (each
+    search's best chunk of it, first matched first), then the passages after and before the first
+    of them, until ``k``; in document order. No match (a read of a document no search showed): its
+    first ``k``."""
+    first = [p for p in dict.fromkeys(matched) if 0 <= p < n][:k]
+    if not first:
+        return list(range(min(k, n)))
+    chosen, anchor, step = list(first), first[0], 1
+    while len(chosen) < min(k, n):
+        for p in (anchor + step, anchor - step):
+            if 0 <= p < n and p not in chosen and len(chosen) < k:
+                chosen.append(p)
+        step += 1
+    return sorted(chosen)
+
+
+def read_text(passages: list[str], positions: list[int]) -> str:
+    """The passages one read shows, each headed by its place in the document."""
+    return "\n\n".join(f"(passage {p + 1} of {len(passages)})\n{passages[p]}" for p in positions)
 
 
 @dataclass(frozen=True)
@@ -164,20 +205,25 @@ class LoopDesign:
 
     def __init__(self, searcher, llm, papers: dict[str, tuple[str, str]], style: str, caps: Caps = Caps(),
                  k: int = 50, rrf_k: int = 60, temperature: float = 0.0, provenance: dict | None = None,
-                 prompt: str = prompts.LOOP_PROMPT_DEFAULT):
+                 prompt: str = prompts.LOOP_PROMPT_DEFAULT, corpus: prompts.Corpus = prompts.ARXIV,
+                 passages: dict[str, list[str]] | None = None):
         if style not in ("local", "anthropic"):
             raise ValueError(f"prompt style must be 'local' or 'anthropic', got {style!r}")
         self.searcher, self.llm, self.papers, self.style, self.caps = searcher, llm, papers, style, caps
         self.k, self.rrf_k, self.temperature, self.provenance = k, rrf_k, temperature, provenance or {}
         self.local = style == "local"
-        self.prompt = prompt
-        self.examples = prompts.loop_examples(prompt, self.local)  # refuses an unknown variant
-        self.tools = prompts.loop_tools(caps.search_k, self.local)
+        self.prompt, self.corpus = prompt, corpus
+        self.passages = passages or {}  # a chunked document's passages: a read shows the matched ones
+        self.examples = prompts.loop_examples(prompt, self.local, corpus)  # refuses an unknown variant
+        self.tools = prompts.loop_tools(caps.search_k, self.local, corpus)
         self.system = (prompts.loop_local_system if self.local else prompts.loop_anthropic_system)(
-            caps.search_k, caps.max_steps)
+            caps.search_k, caps.max_steps, corpus)
         longest = max((len(t) for t, _ in papers.values()), default=0) + 40
-        # the largest tool result a turn can add: an abstract read, or a page of search hits
-        self.result_bound = _tokens(max(READ_MAX_CHARS + longest, caps.search_k * longest + QUERY_MAX_CHARS))
+        # the largest tool result a turn can add: a read (a whole document's text cut at READ_MAX_CHARS, or
+        # READ_PASSAGES of the longest passages with their headings), or a page of search hits
+        passage = max((len(x) for ps in self.passages.values() for x in ps), default=0) + 40
+        self.read_bound = max(READ_MAX_CHARS, READ_PASSAGES * passage) + longest
+        self.result_bound = _tokens(max(self.read_bound, caps.search_k * longest + QUERY_MAX_CHARS))
         self.final_bound = max(_tokens(len(self._final_text(r))) for r in prompts.LOOP_FINAL) + TURN_OVERHEAD
 
     @staticmethod
@@ -200,7 +246,8 @@ class LoopDesign:
         papers = {x["id"]: (x["title"], x["abstract"]) for x in parts.papers if allowed is None or x["id"] in allowed}
         caps = Caps(p.loop_max_steps, p.loop_max_tokens, p.loop_search_k, p.loop_turn_max_tokens)
         return cls(parts.searcher, llm, papers, style, caps, k=p.dense_k, rrf_k=p.rrf_k, temperature=p.llm_temperature,
-                   provenance=provenance, prompt=p.settings.get("loop_prompt") or prompts.LOOP_PROMPT_DEFAULT)
+                   provenance=provenance, prompt=p.settings.get("loop_prompt") or prompts.LOOP_PROMPT_DEFAULT,
+                   corpus=parts.corpus(), passages=passages_of(getattr(parts, "chunks", None), papers))
 
     @property
     def max_steps(self) -> int:
@@ -220,7 +267,7 @@ class LoopDesign:
     def request(self, question: Question, messages, run: int, seen: list[str], final: bool = False) -> LLMRequest:
         """One turn: the conversation so far, the tools (choice "none" for the forced answer) and,
         for the local model, the grammar of one call (ids limited to those the searches showed)."""
-        grammar = prompts.loop_grammar(seen, final) if self.local else None
+        grammar = prompts.loop_grammar(seen, final, self.corpus.id_arg) if self.local else None
         return LLMRequest(self.record_kind, self.system, tuple(messages), self.caps.turn_max_tokens, self.temperature,
                           run, grammar, label=question.qid, tools=self.tools, tool_choice="none" if final else "auto")
 
@@ -264,24 +311,36 @@ class LoopDesign:
                 return "error: search needs a query (a non-empty string)", True, f"bad query {query!r}"
             return self._search(query.strip()[:QUERY_MAX_CHARS], state)
         if name == "read":
-            pid = args.get("paper_id")
+            pid = args.get(self.corpus.id_arg)
             pid = pid.strip() if isinstance(pid, str) else pid
             if pid not in self.papers:
-                return f"error: no paper with id {pid!r} in the collection", True, f"unknown id {pid!r}"
+                return f"error: no {self.corpus.item} with id {pid!r} in the collection", True, f"unknown id {pid!r}"
             state.read.append(pid)
-            title, abstract = self.papers[pid]
-            return prompts.loop_read_result(pid, title, abstract[:READ_MAX_CHARS]), False, f"{pid}: {title[:80]}"
+            title, text = self.papers[pid]
+            if pid in self.passages:  # a long document: the passages its searches matched
+                shown = read_positions(len(self.passages[pid]), state.matched.get(pid, []))
+                state.passages.setdefault(pid, []).append(shown)
+                text = read_text(self.passages[pid], shown)
+                where = f" (passages {', '.join(str(p + 1) for p in shown)} of {len(self.passages[pid])})"
+            else:
+                text, where = text[:READ_MAX_CHARS], ""
+            state.read_chars += len(text)
+            return prompts.loop_read_result(pid, title, text), False, f"{pid}: {title[:80]}{where}"
         return f"error: unknown tool {name!r}; the tools are search and read", True, f"unknown tool {name!r}"
 
     def _search(self, query: str, state: "_State") -> tuple[str, bool, str]:
         """Run one search: its list kept for the fusion, its top ``search_k`` shown (the result text,
         no error, the trace's detail: the query, then the ids shown)."""
-        ids = [h.id for h in self.searcher.search(query, self.k)]
+        hits = self.searcher.search(query, self.k)
+        ids = [h.id for h in hits]
+        for h in hits:  # the passage of each document this search matched best (a read shows it)
+            state.matched.setdefault(h.id, []).append(int(getattr(h, "best_chunk", 0) or 0))
         state.lists.append(ids)
         state.queries.append(query)
         shown = ids[:self.caps.search_k]
         state.seen.extend(i for i in shown if i not in state.seen)
-        text = prompts.loop_search_result(query, [(i, self.papers[i][0] if i in self.papers else "") for i in shown])
+        text = prompts.loop_search_result(query, [(i, self.papers[i][0] if i in self.papers else "") for i in shown],
+                                          self.corpus)
         return text, False, f'"{query}"{SHOWN_SEP}{", ".join(shown) or "(none)"}'
 
     # ------------------------------------------------------------------ the loop
@@ -361,6 +420,8 @@ class LoopDesign:
         ranked = ranked_list(cites, st.lists, self.rrf_k)
         details = {"citations": cites, "invalid_citations": st.invalid, "citation_form": form, "read": st.read,
                    "shown": st.seen, "code_searches": st.code_searches,
+                   # a long document's reads (kept only where one was read, so a saved loop's record is as it was)
+                   **({"read_passages": st.passages, "read_chars": st.read_chars} if st.passages else {}),
                    "papers_read": len(set(st.read)), "turns": use.calls, "ended_by": ended_by,
                    "forced_final": bool(ended_by in ("step_cap", "token_budget") and final_by == "model"),
                    "final_by": final_by, "answer": (answer or "")[:500], "tool_errors": st.errors,
@@ -415,6 +476,9 @@ class _State:
         self.lists: list[list[str]] = []
         self.queries: list[str] = []
         self.read: list[str] = []
+        self.read_chars = 0  # characters of document text the reads showed
+        self.matched: dict[str, list[int]] = {}  # each document's best-matching passage in every search
+        self.passages: dict[str, list[list[int]]] = {}  # a long document's passages each read showed (0-based)
         self.seen: list[str] = []
         self.invalid: list[str] = []
         self.trace: list[dict] = []

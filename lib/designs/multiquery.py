@@ -36,24 +36,26 @@ class MultiQueryDesign:
     settings = EMBEDDER_SETTINGS + LLM_SETTINGS
 
     def __init__(self, searcher, llm: RecordedLLM, style: str, k: int = 50, rrf_k: int = 60,
-                 n_rewrites: int = 3, temperature: float = 0.0, provenance: dict | None = None):
+                 n_rewrites: int = 3, temperature: float = 0.0, provenance: dict | None = None,
+                 corpus: prompts.Corpus = prompts.ARXIV):
         self.searcher, self.llm, self.style, self.k, self.rrf_k = searcher, llm, style, k, rrf_k
         self.n_rewrites, self.temperature, self.provenance = n_rewrites, temperature, provenance or {}
+        self.system = prompts.rewrite_system(corpus)
 
     @classmethod
     def from_parts(cls, parts, provenance: dict) -> "MultiQueryDesign":
         p = parts.profile
         return cls(parts.searcher, parts.llm(), parts.prompt_style(), k=p.dense_k, rrf_k=p.rrf_k,
-                   temperature=p.llm_temperature, provenance=provenance)
+                   temperature=p.llm_temperature, provenance=provenance, corpus=parts.corpus())
 
     def request(self, question: Question, run: int) -> LLMRequest:
         user = prompts.REWRITE_USER.format(question=question.text)
         if self.style == "local":
             ex = prompts.REWRITE_USER.format(question=prompts.REWRITE_EXAMPLE_Q)
             msgs = (("user", ex), ("assistant", prompts.REWRITE_EXAMPLE_A), ("user", user))
-            return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, msgs, 120, self.temperature, run,
+            return LLMRequest("rewrite", self.system, msgs, 120, self.temperature, run,
                               prompts.REWRITE_GRAMMAR, label=question.qid)
-        return LLMRequest("rewrite", prompts.REWRITE_SYSTEM, (("user", user),), 200, self.temperature, run,
+        return LLMRequest("rewrite", self.system, (("user", user),), 200, self.temperature, run,
                           label=question.qid)
 
     follow_up_calls = 0  # one rewrite call a question

@@ -9,10 +9,78 @@ difference from the article's prompts is listed in ``PROMPT_DIFFERENCES``.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
+
+# ---------------------------------------------------------------- what the documents are called
+@dataclass(frozen=True)
+class Corpus:
+    """What the prompts call the documents searched. The arXiv study's prompts speak of arXiv paper
+    abstracts (:data:`ARXIV`, the article's words); a study of other documents gets
+    :func:`corpus_of` its own short description (setting ``corpus_description``, default
+    "documents") and plain words for the rest, so no prompt of it speaks of papers or abstracts
+    unless its description does."""
+
+    description: str      # the collection, plural: "a collection of <description>"
+    item: str             # one document
+    items: str            # several
+    named_item: str       # one document in the agent's instruction ("the single <named_item> that answers")
+    text: str             # what a read shows of one, plural where the loop reads several ("abstracts")
+    read_what: str        # what one read returns, as the loop's instructions name it
+    assistant: str        # who the model is asked to be
+    questions: str        # what the rewriter rewrites
+    id_arg: str           # the read tool's argument
+
+
+ARXIV = Corpus(description="arXiv paper abstracts", item="paper", items="papers", named_item="arXiv paper",
+               text="abstract", read_what="one paper's abstract", assistant="a research assistant",
+               questions="research questions", id_arg="paper_id")
+ARXIV_KEYWORD = "arxiv"          # corpus_description: arxiv chooses the article's words (:data:`ARXIV`)
+DEFAULT_DESCRIPTION = "documents"  # a study's description when it gives none
+
+
+def corpus_of(description: str | None) -> Corpus:
+    """The wording of a collection described as ``description`` (plural, e.g. "maintenance reports
+    of wind turbines"); ``arxiv`` (any case) is the article's own wording, :data:`ARXIV`."""
+    text = " ".join(str(description or DEFAULT_DESCRIPTION).split())
+    if text.lower() == ARXIV_KEYWORD:
+        return ARXIV
+    return Corpus(description=text, item="document", items="documents", named_item="document",
+                  text="passages", read_what="the passages of one document that match the searches",
+                  assistant="a search assistant", questions="questions", id_arg="doc_id")
+
+
+def corpus_for(profile) -> Corpus:
+    """A profile's wording: its ``corpus_description``; none set, the article's for the arXiv
+    collections (the snapshot, the arXiv API) and the neutral default for a study's documents."""
+    description = profile.settings.get("corpus_description")
+    if description is None:
+        return ARXIV if profile.collection_source != "documents" else corpus_of(None)
+    return corpus_of(description)
+
+
+def worded(text: str, c: Corpus) -> str:
+    """A text written for arXiv paper abstracts in ``c``'s words (the collection's description, its
+    item for "paper", "text" for "abstract"); unchanged for :data:`ARXIV`. A ``{placeholder}`` is
+    kept, so a format string may be worded before it is filled."""
+    if c == ARXIV:
+        return text
+    out = text.replace("arXiv paper abstracts", c.description)
+    for word, by in (("papers", c.items), ("paper", c.item), ("abstracts", "texts"), ("abstract", "text")):
+        out = re.sub(rf"(?<![{{\w])({word}|{word.capitalize()})(?![}}\w])",
+                     lambda m, by=by: by.capitalize() if m.group(1)[0].isupper() else by, out)
+    return out
+
+
 # ---------------------------------------------------------------- multiquery
-REWRITE_SYSTEM = ("You rewrite research questions into search queries for a collection of arXiv paper abstracts. "
-                  "Write 3 different versions of the question, each one a search query that could find the paper "
-                  "that answers it. One per line, no numbering, nothing else.")
+def rewrite_system(c: Corpus = ARXIV) -> str:
+    return (f"You rewrite {c.questions} into search queries for a collection of {c.description}. "
+            f"Write 3 different versions of the question, each one a search query that could find the {c.item} "
+            "that answers it. One per line, no numbering, nothing else.")
+
+
+REWRITE_SYSTEM = rewrite_system(ARXIV)
 REWRITE_USER = "Question: {question}"
 
 # local variant: one worked example before the question, output constrained to 3 lines
@@ -29,9 +97,13 @@ line ::= [^\n]{8,120}
 # The article's agent, as its code runs it (../shared/article_figures.md): the system prompt word
 # for word; the user turn holds the question and every search so far (each query and the titles
 # of its top 5), blocks separated by a blank line.
-AGENT_SYSTEM = ("You are a research assistant finding the single arXiv paper that answers a question. After each "
-                "search decide whether the results contain it. Reply with only JSON: {\"decision\": \"stop\"} or "
-                "{\"decision\": \"search\", \"query\": \"<a new, different query>\"}.")
+def agent_system(c: Corpus = ARXIV) -> str:
+    return (f"You are {c.assistant} finding the single {c.named_item} that answers a question. After each "
+            "search decide whether the results contain it. Reply with only JSON: {\"decision\": \"stop\"} or "
+            "{\"decision\": \"search\", \"query\": \"<a new, different query>\"}.")
+
+
+AGENT_SYSTEM = agent_system(ARXIV)
 AGENT_MAX_TOKENS = 150  # the article's max_tokens for a decision
 AGENT_ANTHROPIC_SYSTEM = AGENT_SYSTEM
 
@@ -48,10 +120,14 @@ def agent_user(question: str, searches: list[tuple[str, list[str]]]) -> str:
 # local variant: the article's system prompt with the reply first naming the position (1-5) of the
 # matching title in the last search (0 = none), two worked examples and a grammar; the user turn
 # is the article's layout unchanged
-AGENT_LOCAL_SYSTEM = AGENT_SYSTEM.replace(
-    'Reply with only JSON: {"decision": "stop"} or {"decision": "search", "query": "<a new, different query>"}.',
-    'Reply with only JSON: {"match": <position 1-5 of that title in the last search>, "decision": "stop"} or '
-    '{"match": 0, "decision": "search", "query": "<a new, different query>"}.')
+def agent_local_system(c: Corpus = ARXIV) -> str:
+    return agent_system(c).replace(
+        'Reply with only JSON: {"decision": "stop"} or {"decision": "search", "query": "<a new, different query>"}.',
+        'Reply with only JSON: {"match": <position 1-5 of that title in the last search>, "decision": "stop"} or '
+        '{"match": 0, "decision": "search", "query": "<a new, different query>"}.')
+
+
+AGENT_LOCAL_SYSTEM = agent_local_system(ARXIV)
 AGENT_LOCAL_MAX_TOKENS = 64
 AGENT_EXAMPLES: tuple[tuple[str, str], ...] = (
     (agent_user("Which paper trains a retriever for code search using only unit tests as the reward signal?",
@@ -67,6 +143,16 @@ AGENT_EXAMPLES: tuple[tuple[str, str], ...] = (
                    "Synthetic Patient Records with Diffusion Models"])]),
      '{"match": 0, "decision": "search", "query": "monitoring dataset shift in deployed clinical prediction models"}'),
 )
+
+
+def agent_examples(c: Corpus = ARXIV) -> tuple[tuple[str, str], ...]:
+    """The local agent's worked examples, their questions asking for ``c``'s item."""
+    return AGENT_EXAMPLES if c == ARXIV else tuple((_worded(u, c), a) for u, a in AGENT_EXAMPLES)
+
+
+def _worded(text: str, c: Corpus) -> str:
+    """An arXiv worked example's text in ``c``'s words (its "Which paper ..." question)."""
+    return text.replace("Which paper ", f"Which {c.item} ")
 AGENT_GRAMMAR = r'''root ::= stop | search
 stop ::= "{\"match\": " [1-5] ", \"decision\": \"stop\"}"
 search ::= "{\"match\": 0, \"decision\": \"search\", \"query\": \"" qchar{3,120} "\"}"
@@ -95,18 +181,46 @@ PROMPT_DIFFERENCES = {
 # by naming the ids of the papers it relies on. The Anthropic requests use native tool use (the
 # tools below, tool_use / tool_result blocks) and a final answer in text; the local model writes one
 # JSON object a turn under a grammar, its answer being a third, local-only "answer" call.
-LOOP_TASK = ("You are a research assistant. You search a collection of arXiv paper abstracts for the paper that "
-             "answers a question, with two tools: search (the top {k} papers for a query, as [id] title) and read "
-             "(one paper's abstract). Use them as often as you need, up to {max_steps} turns in all: search, read "
-             "the abstracts of promising papers, search again with other words if nothing fits, and stop as soon "
-             "as you are confident you have found the paper.")
-LOOP_ANSWER = ("To stop, reply without a tool call: one or two sentences of answer, then a last line "
-               "'Cited: <id>, <id>' with the ids of the papers the answer relies on, best first.")
+def loop_task(c: Corpus = ARXIV) -> str:
+    """The loop's task; ``{k}`` and ``{max_steps}`` left to fill."""
+    return (f"You are {c.assistant}. You search a collection of {c.description} for the {c.item} that "
+            f"answers a question, with two tools: search (the top {{k}} {c.items} for a query, as [id] title) and read "
+            f"({c.read_what}). Use them as often as you need, up to {{max_steps}} turns in all: search, read "
+            f"the {_plural(c.text)} of promising {c.items}, search again with other words if nothing fits, and stop as "
+            f"soon as you are confident you have found the {c.item}.")
+
+
+def _plural(text: str) -> str:
+    return text if text.endswith("s") else text + "s"
+
+
+def loop_answer(c: Corpus = ARXIV) -> str:
+    return ("To stop, reply without a tool call: one or two sentences of answer, then a last line "
+            f"'Cited: <id>, <id>' with the ids of the {c.items} the answer relies on, best first.")
+
+
+def loop_search_description(c: Corpus = ARXIV) -> str:
+    """The search tool's description; ``{k}`` left to fill."""
+    return (f"Search the collection of {c.description}. Returns the top {{k}} {c.items} for the "
+            "query, best first, each as [id] title.")
+
+
+def loop_read_description(c: Corpus = ARXIV) -> str:
+    if c == ARXIV:
+        return "Read one paper's title and abstract, by the id that search showed."
+    return f"Read {c.read_what}, with its title, by the id that search showed."
+
+
+def loop_answer_description(c: Corpus = ARXIV) -> str:
+    return f"End the search: the ids of the {c.items} that answer the question, best first."
+
+
+LOOP_TASK = loop_task(ARXIV)
+LOOP_ANSWER = loop_answer(ARXIV)
 LOOP_USER = "Question: {question}"
-LOOP_SEARCH_DESCRIPTION = ("Search the collection of arXiv paper abstracts. Returns the top {k} papers for the "
-                           "query, best first, each as [id] title.")
-LOOP_READ_DESCRIPTION = "Read one paper's title and abstract, by the id that search showed."
-LOOP_ANSWER_DESCRIPTION = "End the search: the ids of the papers that answer the question, best first."
+LOOP_SEARCH_DESCRIPTION = loop_search_description(ARXIV)
+LOOP_READ_DESCRIPTION = loop_read_description(ARXIV)
+LOOP_ANSWER_DESCRIPTION = loop_answer_description(ARXIV)
 LOOP_FINAL = {  # the code's last user turn when a cap ends the loop (the forced final answer)
     "step_cap": "That was your last tool call: the turn limit is reached.",
     "token_budget": "The token budget is nearly spent: no more tool calls.",
@@ -117,50 +231,55 @@ LOOP_FINAL_ANSWER = {
 }
 
 
-def loop_tools(k: int, local: bool) -> tuple[dict, ...]:
+def loop_tools(k: int, local: bool, c: Corpus = ARXIV) -> tuple[dict, ...]:
     """The loop's tool definitions (Messages API shape); the local protocol adds its answer call."""
     tools = (
-        {"name": "search", "description": LOOP_SEARCH_DESCRIPTION.format(k=k),
+        {"name": "search", "description": loop_search_description(c).format(k=k),
          "input_schema": {"type": "object", "properties": {"query": {"type": "string", "description": "the search query"}},
                           "required": ["query"]}},
-        {"name": "read", "description": LOOP_READ_DESCRIPTION,
+        {"name": "read", "description": loop_read_description(c),
          "input_schema": {"type": "object",
-                          "properties": {"paper_id": {"type": "string", "description": "a paper id as search shows it"}},
-                          "required": ["paper_id"]}},
+                          "properties": {c.id_arg: {"type": "string", "description": f"a {c.item} id as search shows it"}},
+                          "required": [c.id_arg]}},
     )
     if local:
-        tools += ({"name": "answer", "description": LOOP_ANSWER_DESCRIPTION,
+        tools += ({"name": "answer", "description": loop_answer_description(c),
                    "input_schema": {"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string"}}},
                                     "required": ["ids"]}},)
     return tools
 
 
-def loop_search_result(query: str, hits: list[tuple[str, str]]) -> str:
+def loop_search_result(query: str, hits: list[tuple[str, str]], c: Corpus = ARXIV) -> str:
     """What the search tool returns to the model: the query and its top hits as [id] title."""
     lines = [f"{i}. [{pid}] {title}" for i, (pid, title) in enumerate(hits, start=1)]
-    return f'Top {len(hits)} for "{query}":\n' + ("\n".join(lines) if lines else "(no papers)")
+    return f'Top {len(hits)} for "{query}":\n' + ("\n".join(lines) if lines else f"(no {c.items})")
 
 
 def loop_read_result(pid: str, title: str, abstract: str) -> str:
-    """What the read tool returns to the model: the paper's id, title and abstract."""
+    """What the read tool returns to the model: the document's id, title and the text read (an arXiv
+    paper's whole abstract; a long document's passages, :func:`lib.designs.loop.read_text`)."""
     return f"[{pid}] {title}\n{abstract}"
 
 
-def loop_anthropic_system(k: int, max_steps: int) -> str:
-    return LOOP_TASK.format(k=k, max_steps=max_steps) + " " + LOOP_ANSWER
+def loop_anthropic_system(k: int, max_steps: int, c: Corpus = ARXIV) -> str:
+    return loop_task(c).format(k=k, max_steps=max_steps) + " " + loop_answer(c)
 
 
 # local variant: the tools spelled out as the JSON objects the grammar allows, and worked examples
 # (one by default; loop_prompt chooses none, one or two)
-LOOP_LOCAL_CALLS = ('Each turn, reply with exactly one JSON object:\n'
-                    '{"tool": "search", "query": "<search query>"} searches the collection;\n'
-                    '{"tool": "read", "paper_id": "<id>"} reads that paper\'s abstract;\n'
-                    '{"tool": "answer", "ids": ["<id>", ...]} ends the search: the ids of the papers that answer '
-                    'the question, best first.')
+def loop_local_calls(c: Corpus = ARXIV) -> str:
+    return ('Each turn, reply with exactly one JSON object:\n'
+            '{"tool": "search", "query": "<search query>"} searches the collection;\n'
+            f'{{"tool": "read", "{c.id_arg}": "<id>"}} reads that {c.item}\'s {c.text};\n'
+            f'{{"tool": "answer", "ids": ["<id>", ...]}} ends the search: the ids of the {c.items} that answer '
+            'the question, best first.')
 
 
-def loop_local_system(k: int, max_steps: int) -> str:
-    return LOOP_TASK.format(k=k, max_steps=max_steps) + "\n" + LOOP_LOCAL_CALLS
+LOOP_LOCAL_CALLS = loop_local_calls(ARXIV)
+
+
+def loop_local_system(k: int, max_steps: int, c: Corpus = ARXIV) -> str:
+    return loop_task(c).format(k=k, max_steps=max_steps) + "\n" + loop_local_calls(c)
 
 
 LOOP_EXAMPLE: tuple[tuple[str, str], ...] = (
@@ -220,15 +339,21 @@ LOOP_PROMPTS: dict[str, tuple[tuple[str, str], ...]] = {
 LOOP_PROMPT_DEFAULT = "one_example"
 
 
-def loop_examples(prompt: str, local: bool) -> tuple[tuple[str, str], ...]:
+def loop_examples(prompt: str, local: bool, c: Corpus = ARXIV) -> tuple[tuple[str, str], ...]:
     """The worked examples a loop's conversation opens with: the local prompt's variant ``prompt``;
-    the Claude prompt (``local`` False) has none, so there the three variants are the same prompt."""
+    the Claude prompt (``local`` False) has none, so there the three variants are the same prompt.
+    Another corpus's examples ask for its item and read with its id argument."""
     if prompt not in LOOP_PROMPTS:
         raise ValueError(f"loop_prompt must be one of {', '.join(LOOP_PROMPTS)}, got {prompt!r}")
-    return LOOP_PROMPTS[prompt] if local else ()
+    if not local:
+        return ()
+    if c == ARXIV:
+        return LOOP_PROMPTS[prompt]
+    return tuple((role, _worded(text, c).replace('"paper_id": ', f'"{c.id_arg}": '))
+                 for role, text in LOOP_PROMPTS[prompt])
 
 
-def loop_grammar(ids: list[str], final: bool = False) -> str:
+def loop_grammar(ids: list[str], final: bool = False, id_arg: str = ARXIV.id_arg) -> str:
     """GBNF for one local turn: a search, a read of a paper shown so far, or the answer citing up to 5
     of them (``final``: the answer only). Only ids the searches have shown can be read or cited."""
     quoted = " | ".join('"\\"' + i + '\\""' for i in dict.fromkeys(ids))
@@ -240,7 +365,7 @@ def loop_grammar(ids: list[str], final: bool = False) -> str:
         rules.append('search ::= "{\\"tool\\": \\"search\\", \\"query\\": \\"" qchar{3,120} "\\"}"')
         rules.append("qchar ::= [^\"\\\\\\n]")
     if ids:
-        rules.append('read ::= "{\\"tool\\": \\"read\\", \\"paper_id\\": " id "}"')
+        rules.append('read ::= "{\\"tool\\": \\"read\\", \\"' + id_arg + '\\": " id "}"')
         rules.append('answer ::= "{\\"tool\\": \\"answer\\", \\"ids\\": [" (id (", " id){0,4})? "]}"')
         rules.append("id ::= " + quoted)
     else:

@@ -50,6 +50,12 @@ def _question(request: LLMRequest) -> str:
     raise ValueError(f"stub model: no '{LOOP_USER}' turn in the {request.kind!r} conversation")
 
 
+def _read_argument(request: LLMRequest) -> str:
+    """The read tool's argument, as the request's tools name it (paper_id for arXiv papers)."""
+    read = next((t for t in request.tools or () if t.get("name") == "read"), None)
+    return (read or {}).get("input_schema", {}).get("required", ["paper_id"])[0]
+
+
 class ScriptedLoopModel(_Stub):
     """Search, read the top hit, answer citing it."""
 
@@ -66,18 +72,19 @@ class ScriptedLoopModel(_Stub):
                 elif b.get("type") == "tool_result":
                     results.append(b.get("content") if isinstance(b.get("content"), str) else "")
         turn = len(calls) + 1
-        read = [c["input"].get("paper_id") for c in calls if c["name"] == "read"]
+        arg = _read_argument(request)
+        read = [c["input"].get(arg) for c in calls if c["name"] == "read"]
         top = [_ID_IN_RESULT.search(r).group(1) for c, r in zip(calls, results)
                if c["name"] == "search" and _ID_IN_RESULT.search(r)]
         if request.tool_choice == "auto" and not calls:
             return self._response(request, call={"id": f"stub_{turn}", "name": "search",
                                                  "input": {"query": _question(request)}})
         if request.tool_choice == "auto" and calls[-1]["name"] == "search" and top and not read:
-            return self._response(request, call={"id": f"stub_{turn}", "name": "read", "input": {"paper_id": top[-1]}})
+            return self._response(request, call={"id": f"stub_{turn}", "name": "read", "input": {arg: top[-1]}})
         cited = (read or top)[-1:] if (read or top) else []
         if "answer" in tool_names(request.tools):  # the local protocol answers with a call
             return self._response(request, call={"id": f"stub_{turn}", "name": "answer", "input": {"ids": cited}})
-        return self._response(request, text="The paper that answers the question.\nCited: " + ", ".join(cited))
+        return self._response(request, text="The answer.\nCited: " + ", ".join(cited))
 
 
 class EchoModel(_Stub):
