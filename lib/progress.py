@@ -117,3 +117,17 @@ def unscored(text: str, markdown: str | None = None) -> None:
 
     data = {"text/plain": text, **({"text/markdown": markdown} if markdown else {})}
     display(data, raw=True, metadata={UNSCORED: text})
+
+
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it
+INTERRUPTED_LINE = "interrupted (Ctrl-C): what was saved so far is kept; the same command continues from there"
+
+
+def interruptible(main, argv) -> int:
+    """``main(argv)``'s exit status; Ctrl-C ends it with one line on stderr instead of a traceback (what was
+    saved so far stays saved: runs and records are written as they are computed) and status 130."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print(f"\n{INTERRUPTED_LINE}", file=sys.stderr, flush=True)
+        return INTERRUPTED

@@ -47,10 +47,16 @@ def pairs(text: str | None, what: str) -> dict[str, str]:
     return out
 
 
+NAME_MAX = 80
+
+
 def study_name(docs: Path, given: str | None) -> str:
     name = given or re.sub(r"[^A-Za-z0-9_-]+", "-", docs.stem if docs.is_file() else docs.name).strip("-")
     if not re.fullmatch(r"[A-Za-z0-9_-]+", name or ""):
         raise ProfileError(f"--name: a study name is letters, digits, '-' and '_', got {name!r}")
+    if len(name) > NAME_MAX:  # it names a folder and files inside it (a file name has at most 255 bytes)
+        raise ProfileError(f"--name: a study name has at most {NAME_MAX} characters, got {len(name)} "
+                           f"({name[:20]}...); give a shorter NAME=")
     if (PROFILE_DIR / f"{name}.yaml").exists():
         raise ProfileError(f"--name: {name!r} is a profile of the shipped study (profiles/{name}.yaml); choose another")
     return name
@@ -156,11 +162,13 @@ def main(argv: list[str]) -> int:
     except (ProfileError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # a validation error of the settings
+    except Exception as exc:  # a validation error of the settings: one line a setting, as a profile's are named
         from pydantic import ValidationError
 
+        from lib.config import _explain
+
         if isinstance(exc, ValidationError):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {_explain(exc, 'SET')}", file=sys.stderr)
             return 2
         raise
     print(name)
@@ -169,4 +177,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from lib.progress import interruptible
+
+    sys.exit(interruptible(main, sys.argv[1:]))  # Ctrl-C: one line, no traceback

@@ -25,3 +25,8 @@ try:
     pipeline.run_many(profile, designs.split(","), [int(r) for r in runs] or None)
 except LockedError as exc:  # another process writes one of these run files: named, nothing written
     sys.exit(f"error: {exc}")
+except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; the run resumes where it stopped
+    from lib.progress import INTERRUPTED, INTERRUPTED_LINE
+
+    print(f"\n{INTERRUPTED_LINE}", file=sys.stderr)
+    sys.exit(INTERRUPTED)

@@ -58,8 +58,8 @@ def from_environment(environ, notebooks_dir: Path) -> tuple[list[str], list[str]
     """The command line the Makefile would have pasted, read from ``environ`` (module docstring):
     (the options, the notebook names, the words after ``--``). Raises ValueError naming the variable."""
     name = environ.get("RUN_PROFILE") or "offline"
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-        raise ValueError(f"PROFILE: a profile or study name is letters, digits, '-' and '_', got {name!r}")
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,80}", name):
+        raise ValueError(f"PROFILE: a profile or study name is at most 80 letters, digits, '-' and '_', got {name!r}")
     try:
         params = shlex.split(environ.get("RUN_PARAMS") or "")
     except ValueError as exc:
@@ -141,4 +141,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from lib.progress import interruptible
+
+    sys.exit(interruptible(main, sys.argv[1:]))  # Ctrl-C: one line, no traceback

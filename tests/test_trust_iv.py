@@ -263,3 +263,63 @@ def test_a_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
     assert str(profile.report_dir).startswith(str(tmp_path))
     assert back.question.tolist() == ["'=HYPERLINK(\"http://x\",\"y\")", "'@SUM(1,1)", "'+1+1", "'-2+3", "what is it?"]
     assert back.delta.tolist() == [-0.5, 0.25, -1.0, 0.0, 1.0]  # numbers stay numbers
+
+
+def test_an_id_with_a_zero_width_character_is_refused_by_name(tmp_path):
+    """Probe 9: ids that differ only by a zero-width space became two documents, silently."""
+    from lib.data.documents import read_documents
+    from lib.errors import DataError
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": "doc1", "text": "one"}) + "\n" + json.dumps({"id": "doc\u200b1", "text": "two"})
+                    + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"docs\.jsonl: line 2: .*ZERO WIDTH SPACE \(U\+200B\)"):
+        read_documents(path)
+    path.write_text(json.dumps({"id": "\ufeffdoc1", "text": "one"}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 1: .*ZERO WIDTH NO-BREAK SPACE"):
+        read_documents(path)
+    path.write_text(json.dumps({"id": "caf\u0065\u0301", "text": "one"}) + "\n", encoding="utf-8")
+    assert [d["id"] for d in read_documents(path)] == ["caf\u00e9"]  # NFC, as before
+
+
+def _new_study(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "new_study.py"), "--docs", "examples/beir-dev", *args],
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_a_long_study_name_and_a_bad_set_value_are_refused_in_one_line():
+    """Probe 9: a 300-character NAME ended in `OSError: File name too long`; a SET value error printed pydantic's
+    raw four-line message. Both are refused in one line, naming what to change, before anything is written."""
+    from lib.config import STUDIES_DIR
+
+    long = _new_study("--name", "a" * 300)
+    assert long.returncode == 2 and "Traceback" not in long.stderr
+    assert long.stderr.strip() == "error: --name: a study name has at most 80 characters, got 300 " \
+                                  "(aaaaaaaaaaaaaaaaaaaa...); give a shorter NAME="
+    bad = _new_study("--name", "probe49-set", "--set", "dense_k=abc")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert bad.stderr.startswith("error: SET: setting 'dense_k':") and "pydantic" not in bad.stderr
+    assert not (STUDIES_DIR / "probe49-set").exists() and not any(p.name.startswith("a" * 80) for p in STUDIES_DIR.glob("a*"))
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_no_traceback():
+    """Probe 9: Ctrl-C printed a KeyboardInterrupt traceback; the commands' entry points end in one line, status 130."""
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import sys, time\nfrom lib.progress import interruptible\n"
+            "def main(argv):\n    print('ready', flush=True)\n    time.sleep(60)\n    return 0\n"
+            "sys.exit(interruptible(main, []))\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert err.strip() == "interrupted (Ctrl-C): what was saved so far is kept; the same command continues from there"
+    for script in ("run_notebooks", "new_study", "build_report"):
+        assert "sys.exit(interruptible(main, sys.argv[1:]))" in (ROOT / "scripts" / f"{script}.py").read_text()

@@ -15,7 +15,8 @@ A question is ``{"qid", "question", "relevant": {doc_id: grade}}``, grades > 0 o
 
 Ids (documents', questions', and those the judgements name) are read in Unicode normal form NFC
 (UAX #15): ids that differ only by normalisation name one document, and two such ids in one file
-are refused, as duplicates are.
+are refused, as duplicates are; an id holding an invisible character (a zero-width space or joiner, a
+byte-order mark, any format or control character) is refused, naming the character.
 
 Every error is a :class:`DataError` naming the file, the 1-based line (text files, the header
 being line 1 of a CSV file) or row (Parquet), and the field.
@@ -233,6 +234,11 @@ def _id(value: Any, where: str, field: str) -> str:
     if any(c.isspace() for c in text):
         raise DataError(f"{where}: field {field!r}: id {text!r} contains whitespace (run and qrels files "
                         "separate their fields by whitespace)")
+    hidden = [c for c in text if unicodedata.category(c) in ("Cf", "Cc")]  # zero-width and control characters
+    if hidden:
+        c = hidden[0]
+        raise DataError(f"{where}: field {field!r}: id {text!r} contains {unicodedata.name(c, 'a control character')} "
+                        f"(U+{ord(c):04X}), which is invisible: two ids that look the same would name two documents")
     return unicodedata.normalize("NFC", text)
 
 
