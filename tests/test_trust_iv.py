@@ -323,3 +323,22 @@ def test_ctrl_c_ends_a_command_with_one_line_and_no_traceback():
     assert err.strip() == "interrupted (Ctrl-C): what was saved so far is kept; the same command continues from there"
     for script in ("run_notebooks", "new_study", "build_report"):
         assert "sys.exit(interruptible(main, sys.argv[1:]))" in (ROOT / "scripts" / f"{script}.py").read_text()
+
+
+def test_every_p_that_is_not_the_index_familys_is_named_uncorrected():
+    """Probe 3 / issue 50's "one comparison, three p-values": pages show the index family's Holm p as "p,
+    Holm-corrected"; a raw p (page 10's column, page 6's merge table, which no family names) says it is uncorrected."""
+    import pandas as pd
+
+    from lib.report.display import heading
+    from lib.report.merges import merges_table
+
+    assert heading("p_value") == "p, uncorrected" and heading("p_holm") == "p, Holm-corrected"
+    assert heading("mrr_at_10_p_value") == "MRR@10 p, uncorrected"
+    assert heading("recall_at_5_p_holm") == "recall@5 p, Holm-corrected"
+    row = {"condition": "full questions", "design": "agent", "merge_rule": "rrf", "run": "mean", "questions": 9,
+           "chosen_on_dev": False, **{f"{m}{e}": 0.1 for m in ("mrr_at_10", "recall_at_5")
+                                      for e in ("", "_delta", "_low", "_high", "_p_value")}}
+    shown = merges_table(pd.DataFrame([row]))
+    assert [c for c in shown.columns if c.endswith(" p") or " p," in c] == ["recall@5 p, uncorrected",
+                                                                            "MRR@10 p, uncorrected"]

@@ -156,6 +156,8 @@ HEADINGS = {
     "min_detectable_difference": "smallest detectable difference",
     "questions_for_0.01": "questions for a 0.01 difference", "expected": "expected", "got": "now",
     "drift": "drift", "status": "status", "qid": "question id", "stop_reason": "ended by",
+    # one comparison, one p: the Holm-corrected p of the index's family, and the raw p named as such
+    "p_value": "p, uncorrected", "p_holm": "p, Holm-corrected",
     # the tool-calling loop
     "citation_hit_rate": "source cited (share)", "citation_all_rate": "every source cited (share of questions)",
     "citations_per_q": "citations per question",
@@ -174,7 +176,7 @@ HEADINGS = {
     "agent_tokens_per_q": "the agent's LLM tokens per question", "calls_saved_vs_agent": "LLM calls saved against the agent",
 }
 _SUFFIXES = {"min": "lowest run", "max": "highest run", "delta": "− dense", "low": "− dense, 95% low",
-             "high": "− dense, 95% high"}
+             "high": "− dense, 95% high", "p_value": "p, uncorrected", "p_holm": "p, Holm-corrected"}
 
 
 def heading(column: str) -> str:

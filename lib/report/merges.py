@@ -31,7 +31,7 @@ def merges_table(table: pd.DataFrame, design: str = "agent") -> pd.DataFrame:
             row[label] = getattr(r, m)
             row[f"{label} − dense [95% range]"] = with_range(getattr(r, f"{m}_delta"), getattr(r, f"{m}_low"),
                                                              getattr(r, f"{m}_high"))
-            row[f"{label} p"] = getattr(r, f"{m}_p_value")
+            row[f"{label} p, uncorrected"] = getattr(r, f"{m}_p_value")  # no family: not the index's p
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -80,6 +80,6 @@ def merges_section(profile, design: str = "agent") -> pd.DataFrame:
     table = pd.read_csv(path)
     table = table[table.merge_rule.isin(ARM_NAMES)]
     shown = merges_table(table, design)
-    show(shown, profile=profile, decimals_for={"MRR@10 p": 4, "recall@5 p": 4})
+    show(shown, profile=profile, decimals_for={"MRR@10 p, uncorrected": 4, "recall@5 p, uncorrected": 4})
     reading(merges_reading(merge_findings(table, design), choice))
     return shown
