@@ -1,0 +1,163 @@
+"""Where an LLM design's difference from dense comes from, decision by decision (results/why_paths.csv).
+
+Every saved (question, run) result of the agent (or of multi-query) is put on exactly one *path* by what
+happened at its decisions, read from its own queries searched again (the condition's dense search, 50
+deep: :mod:`lib.evaluation.loss`):
+
+* the agent: ``stopped`` after the question's search; or ``searched again``, split by where the source
+  was among the titles the model had been shown (the top 5 of every search so far) when it decided:
+  ``at rank 1`` / ``at 2-5`` / ``not shown``; then by what its first new query did to the source against
+  the list the decision was made on (the fused list of the searches so far, what stopping would have
+  returned): ``better`` (strictly higher), ``same`` (the same rank, or missing from both), ``worse``
+  (lower, still in the new query's top 50) or ``lost`` (not in the new query's top 50);
+* multi-query: by its three rewrites against the question's own list: ``a rewrite better, none worse``,
+  ``better and worse``, ``none better, some worse`` (a lost source counts as worse) or ``all the same``;
+* then, for both, by the final list against dense's: ``above dense`` / ``same as dense`` / ``below
+  dense`` (the source's rank in the saved list against the saved dense run's; beyond 50 ranks equal).
+
+Each path's *points* are the sum over its results of (design − dense) on a measure, divided by the
+number of results a question has times the number of questions: the mean over questions of the mean over
+runs, split by path. So the paths of a design add up exactly to its difference from dense in the scores
+table (the saved lists are scored, never the rebuilt ones; the rebuilt lists only say which path)."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import pandas as pd
+
+from ..designs import Question, Result
+from ..search.fusion import rrf
+from .loss import SHOWN, Search, with_questions
+from .metrics import scores_of
+
+METRICS = ("mrr_at_10", "recall_at_5")
+DEPTH = 50
+SHOWN_WORDS = ("at rank 1", "at 2-5", "not shown")
+QUERY_WORDS = ("better", "same", "worse", "lost")
+FINAL_WORDS = ("above dense", "same as dense", "below dense")
+REWRITE_WORDS = ("a rewrite better, none worse", "better and worse", "none better, some worse", "all the same")
+COLUMNS = ["condition", "design", "model", "path", "decision", "shown", "query", "final", "results", "questions",
+           "mrr_at_10_points", "recall_at_5_points"]
+
+
+def source_rank(ids: Sequence[str], source: str) -> float:
+    """The rank the measures read (the source; a two-part question's second paper; the first relevant
+    document), inf when it is not in the list."""
+    r = scores_of(list(ids)[:DEPTH], source).get("rank")
+    return float("inf") if r is None else float(r)
+
+
+def query_effect(decision_list: Sequence[str], new_list: Sequence[str], source: str) -> str:
+    """What a new query did to the source against the list the decision was made on: better (strictly),
+    same (equal rank, or missing from both), worse, or lost (in the decision's list, not in the query's)."""
+    before, after = source_rank(decision_list, source), source_rank(new_list, source)
+    if after < before:
+        return "better"
+    if after == before:
+        return "same"
+    return "lost" if after == float("inf") else "worse"
+
+
+def shown_at(lists: Sequence[Sequence[str]], source: str, shown: int = SHOWN) -> str:
+    """Where the source was among the titles shown (the top ``shown`` of each list): at rank 1 of some
+    list, at 2-5 of some list, or not shown."""
+    best = min((source_rank(ids[:shown], source) for ids in lists), default=float("inf"))
+    return "at rank 1" if best == 1 else "not shown" if best == float("inf") else "at 2-5"
+
+
+def final_vs_dense(saved: Sequence[str], dense: Sequence[str], source: str) -> str:
+    a, b = source_rank(saved, source), source_rank(dense, source)
+    return "above dense" if a < b else "below dense" if a > b else "same as dense"
+
+
+def fused(lists: Sequence[Sequence[str]], rrf_k: int = 60) -> list[str]:
+    return [d for d, _ in rrf(lists, rrf_k)][:DEPTH]
+
+
+def agent_path(result: Result, source: str, search: Search, dense: Sequence[str], rrf_k: int = 60,
+               shown: int = SHOWN) -> dict:
+    """One agent result's path: its first decision, and (searched again) where the source was shown, what
+    the new query did against the fused list so far, and the final list against dense."""
+    final = final_vs_dense(result.ranked_ids, dense, source)
+    if len(result.queries) < 2:
+        return {"decision": "stopped", "shown": "", "query": "", "final": final}
+    first = list(search(result.queries[0]))
+    new = list(search(result.queries[1]))
+    return {"decision": "searched again", "shown": shown_at([first], source, shown),
+            "query": query_effect(fused([first], rrf_k), new, source), "final": final}
+
+
+def multiquery_path(result: Result, source: str, search: Search, dense: Sequence[str]) -> dict:
+    """One multi-query result's path: its rewrites against the question's own list, then the final list."""
+    question = list(search(result.queries[0]))
+    effects = Counter(query_effect(question, list(search(q)), source) for q in result.queries[1:])
+    better, worse = effects["better"] > 0, effects["worse"] + effects["lost"] > 0
+    word = (REWRITE_WORDS[1] if better and worse else REWRITE_WORDS[0] if better else
+            REWRITE_WORDS[2] if worse else REWRITE_WORDS[3])
+    return {"decision": "rewrites", "shown": "", "query": word, "final": final_vs_dense(result.ranked_ids, dense, source)}
+
+
+def path_name(p: dict) -> str:
+    parts = [p["decision"]] + [p[k] for k in ("shown", "query") if p[k]] + [p["final"]]
+    return "; ".join(parts)
+
+
+def design_paths(results: Sequence[Result], questions: Sequence[Question], search: Search,
+                 dense: dict[str, list[str]], design: str, rrf_k: int = 60, shown: int = SHOWN) -> pd.DataFrame:
+    """Per result: its path and its difference from dense on each measure, weighted so that the sum over
+    all results is the design's difference from dense (mean over questions of the mean over runs)."""
+    pairs = list(with_questions(results, questions))
+    runs_of = Counter(r.qid for r, _ in pairs)
+    n_q = len(runs_of)
+    rows = []
+    for r, q in pairs:
+        d = dense[q.qid]
+        p = (agent_path(r, q.source_id, search, d, rrf_k, shown) if design != "multiquery"
+             else multiquery_path(r, q.source_id, search, d))
+        mine, base = scores_of(r.ranked_ids, q.source_id), scores_of(d, q.source_id)
+        weight = 1.0 / (runs_of[q.qid] * n_q)
+        rows.append({"qid": q.qid, "run": r.run, **p, "path": path_name(p),
+                     **{f"{m}_points": (mine[m] - base[m]) * weight for m in METRICS}})
+    return pd.DataFrame(rows)
+
+
+def summary(per_result: pd.DataFrame, condition: str, design: str, model: str) -> pd.DataFrame:
+    """One row per path: results, questions, and the points on each measure (they add up to the design's
+    difference from dense)."""
+    if per_result.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    g = per_result.groupby(["path", "decision", "shown", "query", "final"], sort=False)
+    out = g.agg(results=("qid", "size"), questions=("qid", "nunique"),
+                mrr_at_10_points=("mrr_at_10_points", "sum"), recall_at_5_points=("recall_at_5_points", "sum")).reset_index()
+    out.insert(0, "model", model)
+    out.insert(0, "design", design)
+    out.insert(0, "condition", condition)
+    return out[COLUMNS].sort_values(["decision", "shown", "query", "final"], key=_order).reset_index(drop=True)
+
+
+_RANK = {w: i for i, w in enumerate(("stopped", "searched again", "rewrites", "", *SHOWN_WORDS, *QUERY_WORDS,
+                                     *REWRITE_WORDS, *FINAL_WORDS))}
+
+
+def _order(col: pd.Series) -> pd.Series:
+    return col.map(lambda w: _RANK.get(w, len(_RANK)))
+
+
+def condition_paths(condition: str, records_by_model: dict, designs: Sequence[str] = ("agent", "multiquery")) -> pd.DataFrame:
+    """Every model's paths in one condition (``records_by_model``: model -> ``loss.ConditionRecords``, as
+    :func:`lib.evaluation.breakeven.model_records` gives them, the profile's model first); every model is
+    compared with the condition's own dense run (another model's folder holds none of its own). A design
+    with no complete run, or a condition without its saved dense run, gives no rows."""
+    frames = []
+    dense = next((rec.dense for rec in records_by_model.values() if rec.dense), None)
+    for model, rec in records_by_model.items():
+        if rec.search is None or not dense:
+            continue
+        for d in designs:
+            complete, _ = rec.runs.get(d, ([], []))
+            if not complete:
+                continue
+            pr = design_paths(complete, rec.questions, rec.search, dense, d, rec.profile.rrf_k, rec.shown.get(d, SHOWN))
+            frames.append(summary(pr, condition, d, model))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
