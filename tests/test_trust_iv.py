@@ -342,3 +342,37 @@ def test_every_p_that_is_not_the_index_familys_is_named_uncorrected():
     shown = merges_table(pd.DataFrame([row]))
     assert [c for c in shown.columns if c.endswith(" p") or " p," in c] == ["recall@5 p, uncorrected",
                                                                             "MRR@10 p, uncorrected"]
+
+
+def test_a_page_whose_run_file_another_process_writes_says_so_where_the_terminal_shows_it(tmp_path, capsys):
+    """Probe 5: a second writer of one run file wrote "another process is writing" into its page only (exit 0);
+    the page's line is now an unscored line (printed, marked for the runner's non-zero exit)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from lib.config import load_profile
+    from lib.report import pages
+    from lib.runs import run_path
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("collection.jsonl", "collection_manifest.json", "questions.csv"):
+        shutil.copy(ROOT / "data" / "pilot" / name, data / name)
+    profile = load_profile("pilot", data_dir=str(data), results_dir=str(tmp_path / "results"),
+                           questions_path=str(data / "questions.csv"))
+    path = run_path(profile.results_dir, "bm25", 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+                               "from lib.io import locked\nwith locked(Path(sys.argv[1])):\n"
+                               "    print('held', flush=True)\n    time.sleep(120)\n", str(path)],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        page = pages.run_or_read(profile, "bm25")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert page["runs"] == {}
+    err = capsys.readouterr().err
+    assert "bm25 was not run for this page: another process is writing its run file now" in err
