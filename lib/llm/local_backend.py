@@ -120,12 +120,16 @@ def env_setting(name: str, default: int) -> int:
 # context window per request kind where the default (2048 tokens) is too small: the tool-calling
 # loop's conversation grows turn by turn (its token budget bounds it well below this)
 N_CTX_BY_KIND = {"loop": 8192, "loop_question_first": 8192}
+# kinds that share one model state: the agent's decision tree asks, at one state, for the model's decision and
+# then for a search where it stopped, and each next state's prompt extends the last; in one state llama.cpp
+# evaluates only what a prompt adds to the previous one (prefix reuse), not the whole question and titles again
+SHARED_STATE = {"agent_tree_search": "agent_tree"}
 
 
 class LocalBackend:
     """A GGUF instruction model run by llama-cpp-python on the CPU.
 
-    One ``Llama`` object is kept per request kind; outputs are bounded by ``max_tokens`` and
+    One ``Llama`` object is kept per request kind (kinds in ``SHARED_STATE`` share one); outputs are bounded by ``max_tokens`` and
     constrained by the request's GBNF grammar.
 
     **Prefix reuse** (``prefix_cache``, default on; ``LOCAL_LLM_PREFIX_CACHE=0`` turns it off): the
@@ -181,6 +185,7 @@ class LocalBackend:
         self.last_call: dict[str, Any] = {}
 
     def _llm(self, kind: str):
+        kind = SHARED_STATE.get(kind, kind)
         if kind not in self._llms:
             from llama_cpp import Llama
 
