@@ -646,6 +646,7 @@ def condition_table(profile: Profile) -> pd.DataFrame:
                    "latency_median_s": r.latency_median_s, "latency_mean_s": r.latency_mean_s,
                    "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,
                    "cost_usd_per_q": r.cost_usd_per_q, "dense_misses_at_5": head["dense_misses_at_5"],
+                   "max_recall_gain": head["max_recall_gain"],
                    "not_scored": ", ".join(f"run {k}" for dd, k in sc.partial if dd == d)}
             for m in scores.METRICS:
                 dl = deltas[(deltas.design == d) & (deltas.metric == m)]

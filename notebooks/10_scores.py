@@ -44,7 +44,7 @@ from lib.evaluation import power, scores
 from lib.io import write_json
 from lib.report import loop as loop_report
 from lib.report import plots
-from lib.report.display import design_namer, fixed
+from lib.report.display import design_namer, fixed, headroom_words, source_words
 from lib.report.index_page import conditions_from, headline_table
 from lib.report.pages import open_page, reading, show, whole_table
 
@@ -111,10 +111,8 @@ loop_measures = loop_report.scores_section(cfg, sc)
 # %%
 pw = power.power_table(pq)
 display(Markdown(
-    f"**Headroom.** Dense misses the source at 5 for **{head['dense_misses_at_5']}** of {head['questions']} questions, so "
-    f"no design can raise recall@5 by more than **{head['max_recall_gain']:.3f}**. (Dense misses it at 10 for "
-    f"{head['dense_misses_at_10']}.)\n\n**Power.** From the observed per-question differences, "
-    f"{power.power_sentence(pw)}."))
+    f"**Headroom.** Dense {headroom_words(head, source_words(cfg))}.\n\n**Power.** From the observed per-question "
+    f"differences, {power.power_sentence(pw)}."))
 show(pw, profile=cfg)
 
 # %% [markdown]

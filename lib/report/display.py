@@ -32,6 +32,28 @@ METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 LLM_DESIGNS = ("multiquery", "agent", "agent_rerank", "escalate", "loop", "loop_question_first")
 
 
+def source_words(profile: Any = None) -> str:
+    """What a question is answered by, in the report's words: the arXiv study's source paper, a study's
+    relevant document."""
+    return "the relevant document" if getattr(profile, "collection_source", "") == "documents" else "the source"
+
+
+def headroom_words(head: Mapping[str, Any], source: str = "the source") -> str:
+    """Dense's headroom (``lib.evaluation.scores.headroom``) as a clause after "dense": what its top 5
+    misses and so the most any design can raise recall@5 by, counted from recall (with several relevant
+    documents a question, one found of two leaves room too)."""
+    n, miss, gain = head["questions"], head["dense_misses_at_5"], head["max_recall_gain"]
+    incomplete = head.get("dense_incomplete_at_5", miss)
+    at10 = head.get("dense_misses_at_10")
+    ten = f" (in its top 10 for {at10})" if at10 is not None else ""
+    if incomplete == miss:
+        return (f"misses {source} in its top 5 for {miss} of {n} questions{ten}, so no design can raise recall@5 by "
+                f"more than {gain:.3f}")
+    return (f"reaches recall@5 {head['dense_recall_at_5']:.3f}: its top 5 holds every relevant document for "
+            f"{n - incomplete} of {n} questions, some of them for {incomplete - miss} and none for {miss}{ten}, so no "
+            f"design can raise recall@5 by more than {gain:.3f}")
+
+
 def _weights(profile: Any) -> Mapping[str, float]:
     """The rerank weights of a profile, a profile's name, or the weights themselves."""
     if profile is None:

@@ -44,7 +44,8 @@ def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | 
             "design", "runs", "questions", "recall_at_5", "mrr_at_10", "cited", "searches", "latency_median_s", "latency_mean_s",
             "llm_calls", "cost_usd_per_q", "recall_at_5_min", "recall_at_5_max", "mrr_at_10_min", "mrr_at_10_max")},
                "tokens": (d.get("tokens_in") or 0) + (d.get("tokens_out") or 0),
-               "dense_misses_at_5": head.get("dense_misses_at_5"), "not_scored": ""}
+               "dense_misses_at_5": head.get("dense_misses_at_5"), "max_recall_gain": head.get("max_recall_gain"),
+               "not_scored": ""}
         for m in METRICS:
             dl = deltas[(deltas.design == d["design"]) & (deltas.metric == m)] if not deltas.empty else deltas
             row.update(delta_columns(dl, m))

@@ -9,7 +9,8 @@ from .. import pipeline
 from ..config import shown_path
 from ..errors import redacted
 from ..evaluation import scores
-from .display import markdown_code, markdown_text, readable, safe_table, spreadsheet_safe, styled, with_range
+from .display import (markdown_code, markdown_text, readable, safe_table, source_words, spreadsheet_safe, styled,
+                      with_range)
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -198,11 +199,11 @@ def with_index_family(profile, deltas: pd.DataFrame) -> pd.DataFrame:
 
 
 def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_common: int, head: dict,
-                   partial: str = "", label: str | None = None) -> str:
+                   partial: str = "", label: str | None = None, source: str = "the source") -> str:
     """The design page's reading, from its numbers. Its first sentence is the finding (the index
     shows it): the scores and, on the same questions, the difference from dense with its 95% range
     (for dense, its headroom); then its effort."""
-    from .display import fixed, with_range
+    from .display import fixed, headroom_words, with_range
 
     label = label or name
     if row is None:
@@ -212,9 +213,7 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
            f"MRR@10 {fixed(row['mrr_at_10'])}"
     if name == "dense":
         if head:
-            text += (f"; it misses the source in its top 5 for {head['dense_misses_at_5']} of {head['questions']} "
-                     f"questions (in its top 10 for {head['dense_misses_at_10']}), so no design can raise recall@5 by "
-                     f"more than {head['max_recall_gain']:.3f} on these questions")
+            text += f"; it {headroom_words(head, source)} on these questions"
     elif not deltas.empty:
         words = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
         bits = []
@@ -307,7 +306,7 @@ def design_page(profile, name: str, runs=None) -> dict:
         show(deltas.drop(columns=["includes_zero"]), profile=profile)
     page["deltas"] = deltas
     row = summary.iloc[0] if not summary.empty else None
-    page["reading"] = design_reading(name, row, deltas, n_common, head, partial, label)
+    page["reading"] = design_reading(name, row, deltas, n_common, head, partial, label, source_words(profile))
     reading(page["reading"])
     return page
 
