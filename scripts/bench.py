@@ -28,6 +28,12 @@ With each synthetic size it also times BM25 (lib.search.bm25) over that many syn
 words drawn from the snapshot abstracts' word frequencies: build, size on disk, memory added when read
 back memory-mapped, query latency, and whether a query made of one chunk's words finds it.
 ``make bench ARGS="--scale 100000"``.
+
+Dense search in a search engine (``retriever: milvus``, docs/engine.md), when asked: ``--engine`` alone compares
+Milvus (Milvus Lite embedded, an exact collection) with the in-process exact search on the bundled example's and
+the 2,000-paper study's real questions (recall of the exact top 10, identical lists, latency: engine_agreement);
+with ``--scale`` it also builds a Milvus HNSW collection over the same synthetic vectors beside faiss's
+(``make bench ARGS="--scale 1000000 --engine"``: build, latency and recall@10 against exact, both in one run).
 """
 import importlib.util
 import json
@@ -98,12 +104,15 @@ def snapshot_vectors():
     return list(ids), vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
 
-def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
-    """The ``--scale`` figures (lib/report/bench.py dense_at_scale), one size after another."""
+def dense_scale(sizes: list[str], threads: int, kind: str = "uniform", engine: bool = False) -> dict:
+    """The ``--scale`` figures (lib/report/bench.py dense_at_scale), one size after another; with ``engine``
+    (``--engine``) Milvus's too (engine_at_scale)."""
+    import tempfile
+
     import faiss
     import numpy as np
 
-    from lib.report.bench import bm25_at_scale, dense_at_scale, like_vectors, unit_vectors
+    from lib.report.bench import bm25_at_scale, dense_at_scale, engine_at_scale, like_vectors, unit_vectors
 
     faiss.omp_set_num_threads(threads)
     steps = {}
@@ -125,12 +134,59 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform") -> dict:
             vecs, queries = unit_vectors(n, 384, seed=0), unit_vectors(200, 384, seed=1)
             ids = [f"v{i:08d}" for i in range(n)]
         print(f"dense search over {len(ids):,} vectors ({label})", flush=True)
+        if engine:  # Milvus beside faiss, over the same vectors and queries
+            with tempfile.TemporaryDirectory(dir=ROOT / "build") as folder:
+                steps.update(engine_at_scale(ids, vecs, queries, label, folder, log=lambda m: print("  " + m, flush=True)))
         steps.update(dense_at_scale(ids, vecs, queries, label=label, log=lambda m: print("  " + m, flush=True)))
         del vecs
         if size != "snapshot":
             print(f"BM25 over {int(size):,} synthetic chunks", flush=True)
             steps.update(bm25_at_scale(int(size), *vocabulary, ROOT / "build" / "bench-bm25-scale", label=size,
                                        log=lambda m: print("  " + m, flush=True)))
+    return steps
+
+
+def engine_agreement(profiles: tuple[str, ...] = ("dev", "offline"), k: int = 50) -> dict:
+    """``--engine``: dense search in Milvus (Milvus Lite embedded, the study's own exact collection) against the
+    in-process exact search on real collections and questions: the bundled example's (the dev profile's 2,000
+    papers, exported as examples/beir-dev) and the 2,000-paper study's. Per profile: recall of the exact top 10,
+    the questions whose top ``k`` lists are identical, build time and query latency of both (median, p95)."""
+    import tempfile
+    import time
+
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.report.bench import latencies, recall_at
+    from lib.search import milvus_index as mi
+    from lib.search.dense import DenseIndex, embedded_rows
+
+    steps = {}
+    for name in profiles:
+        cfg = load_profile(name)
+        papers = pipeline.collection(cfg)
+        emb = pipeline.embedder(cfg)
+        qs = pipeline.question_set(cfg, papers)
+        ids, vecs, positions = embedded_rows(papers, emb, progress=False)
+        queries = emb.encode_raw([q.text for q in qs])
+        exact = DenseIndex(ids, vecs)
+        with tempfile.TemporaryDirectory(dir=ROOT / "build") as folder:
+            t = time.perf_counter()
+            engine = mi.build_collection(mi.Connection(str(Path(folder) / "milvus.db")), ids, vecs, positions,
+                                         progress=False)
+            build_s = time.perf_counter() - t
+            a = [[h.id for h in exact.search_vector(q, k)] for q in queries]
+            b = [[h.id for h in engine.search_vector(q, k)] for q in queries]
+            row = {"papers": len(ids), "questions": len(qs), "k": k, "recall_at_10_of_exact": recall_at(b, a),
+                   "identical_lists": sum(x == y for x, y in zip(a, b)), "build_s": build_s,
+                   "engine": latencies(lambda q: engine.search_vector(q, k), queries),
+                   "exact": latencies(lambda q: exact.search_vector(q, k), queries)}
+            engine = None
+        row["summary"] = (f"{name}: {len(ids):,} papers, {len(qs)} questions: recall of the exact top 10 "
+                          f"{row['recall_at_10_of_exact']:.3f}, {row['identical_lists']} of {len(qs)} top-{k} lists "
+                          f"identical; query {row['engine']['median_ms']:.1f} ms median in Milvus Lite, "
+                          f"{row['exact']['median_ms']:.1f} ms in process")
+        print(row["summary"], flush=True)
+        steps[f"engine_agreement_{name}"] = row
     return steps
 
 
@@ -463,8 +519,12 @@ def main(argv: list[str]) -> None:
             out = json.loads(BENCH.read_text())
         import faiss
 
-        out["steps"].update(dense_scale(scale, THREADS, vector_kind(argv)))
+        out["steps"].update(dense_scale(scale, THREADS, vector_kind(argv), engine="--engine" in argv))
         out["machine"]["faiss"] = faiss.__version__
+    elif "--engine" in argv:  # Milvus against exact search on the real collections; the rest kept from the file
+        if BENCH.exists():
+            out = json.loads(BENCH.read_text())
+        out["steps"].update(engine_agreement())
     elif "--report-only" in argv and BENCH.exists():  # keep the model measurements, time the report again
         out = json.loads(BENCH.read_text())
         argv.append("--report")

@@ -154,6 +154,47 @@ def dense_at_scale(ids: Sequence[str], vectors: np.ndarray, queries: np.ndarray,
     return steps
 
 
+def engine_at_scale(ids: Sequence[str], vectors: np.ndarray, queries: np.ndarray, label: str, folder, k: int = 50,
+                    index_types: Sequence[str] = ("HNSW",), hnsw_m: int = 32, hnsw_ef_search: int = 64,
+                    hnsw_ef_construction: int = 80, ef_sweep: Sequence[int] = (64, 256),
+                    log: Callable[[str], None] = print) -> dict:
+    """Dense search in Milvus (lib/search/milvus_index.py: Milvus Lite embedded, a collection in ``folder``) over
+    these vectors, beside :func:`dense_at_scale`'s backends: build time (insert and index), query latency (``k``
+    deep, median and p95, through the client as a design searches) and recall@10 against numpy's exact search, for
+    each index type (HNSW with the same settings as faiss's, swept over ``ef_sweep``)."""
+    from ..search import milvus_index as mi
+    from ..search.dense import DenseIndex
+
+    n, d = vectors.shape
+    exact = DenseIndex(ids, vectors)
+    exact10 = [[h.id for h in exact.search_vector(q, 10)] for q in queries]
+    exact = None
+    steps: dict[str, dict] = {}
+    for index_type in index_types:
+        t = time.perf_counter()
+        index = mi.build_collection(mi.Connection(str(Path(folder) / f"{label}-{index_type}.db"), timeout_s=600), ids,
+                                    vectors, index_type=index_type, m=hnsw_m, ef_construction=hnsw_ef_construction,
+                                    ef_search=hnsw_ef_search, progress=n > 100_000)
+        index.search_vector(queries[0], k)  # the first search waits for the index
+        build_s = time.perf_counter() - t
+        lat = latencies(lambda q: index.search_vector(q, k), queries)
+        row = {"rows": n, "dim": d, "k": k, "build_s": build_s, "index_type": index_type, **lat,
+               "recall_at_10": recall_at([[h.id for h in index.search_vector(q, 10)] for q in queries], exact10)}
+        if index_type == "HNSW":
+            row.update(m=hnsw_m, ef_search=hnsw_ef_search, ef_construction=hnsw_ef_construction, sweep={})
+            for ef in ef_sweep:
+                index.ef_search = ef
+                swept = latencies(lambda q: index.search_vector(q, 10), queries)
+                row["sweep"][str(ef)] = {**swept, "recall_at_10": recall_at(
+                    [[h.id for h in index.search_vector(q, 10)] for q in queries], exact10)}
+        row["summary"] = (f"{n:,} x {d}: build {build_s:.1f} s, query {lat['median_ms']:.1f} ms median / "
+                          f"{lat['p95_ms']:.1f} ms p95 (top {k}), recall@10 {row['recall_at_10']:.3f}")
+        steps[f"dense_scale_{label}_milvus-{index_type.lower()}"] = row
+        log(f"milvus {index_type}: {row['summary']}")
+        index = None
+    return steps
+
+
 # ------------------------------------------------------------------ BM25 at scale (`make bench ARGS="--scale ..."`)
 
 def synthetic_chunks(n: int, vocabulary: Sequence[str], weights: Sequence[float], words: int, seed: int,

@@ -36,6 +36,10 @@ from .dense import Hit
 INSERT_BATCH = 2048  # rows sent to the engine at a time while building
 MAX_DEPTH = 16_384  # Milvus's largest top-k
 ROW_FIELD, DOC_FIELD, POSITION_FIELD, VECTOR_FIELD = "row", "doc_id", "position", "vector"
+# pymilvus pings an idle connection every 10 s; Milvus Lite's gRPC server allows a ping every 5 minutes and
+# closes a connection that pings more often ("too many pings"), which broke a report's later pages, so the
+# client pings no idle connection and no busy one more often than the server allows
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 330_000, "grpc.keepalive_permit_without_calls": False}
 METRICS = ("IP", "COSINE")  # cosine similarity: inner product over normalised vectors, or the engine's cosine
 
 
@@ -58,10 +62,14 @@ class Connection:
         if self.uri.endswith(".db"):
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        try:
-            return MilvusClient(uri=self.uri, token=os.environ.get(self.token_env, ""), timeout=self.timeout_s)
-        except MilvusException as exc:
-            raise self.error("cannot connect", exc, started) from None
+        for attempt in range(2):  # a channel closed while idle is opened again once
+            try:
+                return MilvusClient(uri=self.uri, token=os.environ.get(self.token_env, ""), timeout=self.timeout_s,
+                                    grpc_options=GRPC_OPTIONS)
+            except MilvusException as exc:
+                if attempt or time.monotonic() - started >= 0.9 * self.timeout_s:
+                    raise self.error("cannot connect", exc, started) from None
+                time.sleep(1.0)
 
     def error(self, what: str, exc: Exception, started: float | None = None) -> EngineError:
         """An engine error naming the setting: a timeout when the call took the whole ``milvus_timeout_s``."""
