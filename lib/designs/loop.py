@@ -140,6 +140,15 @@ def read_text(passages: list[str], positions: list[int]) -> str:
     return "\n\n".join(f"(passage {p + 1} of {len(passages)})\n{passages[p]}" for p in positions)
 
 
+def first_shown(result) -> list[str]:
+    """The ids the loop's first search showed the model (its top ``loop_search_k``), from the trace."""
+    for step in result.trace:
+        if step.get("kind") == "code" and step.get("title") == "search" and SHOWN_SEP in step.get("detail", ""):
+            ids = step["detail"].rsplit(SHOWN_SEP, 1)[1]
+            return [i for i in ids.split(", ") if i != "(none)"]
+    return []
+
+
 @dataclass(frozen=True)
 class Caps:
     """Hard per-question limits of one loop (profile settings ``loop_*``)."""

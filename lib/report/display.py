@@ -184,6 +184,8 @@ HEADINGS = {
     "citation_hit_rate": "source cited (share)", "citation_all_rate": "every source cited (share of questions)",
     "citations_per_q": "citations per question",
     "citation_precision": "citations that are the source (share)", "papers_read_per_q": "papers read per question",
+    "citations_relevant_share": "relevant share of all citations (citation precision)",
+    "cites_first_top_rate": "loops citing exactly the first search's top results (share)",
     "searches_per_q": "searches per question", "turns_per_q": "model turns per question",
     "tokens_in_per_q": "input tokens per question", "tokens_out_per_q": "output tokens per question",
     "prompt_reused_per_q": "prompt tokens reused per question", "ended_stop": "ended: the model answered",

@@ -13,11 +13,13 @@ from IPython.display import Markdown, display
 
 from .. import pipeline
 from ..config import ROOT, condition_env, shown_path
-from ..designs.loop import ENDINGS, LOOP_DESIGNS, QUESTION_FIRST, code_searches, model_queries, shown_ids
+from ..designs.loop import (ENDINGS, LOOP_DESIGNS, QUESTION_FIRST, READ_MAX_CHARS, READ_PASSAGES, code_searches,
+                             first_shown, model_queries, shown_ids)
 from ..evaluation.metrics import citation_hit, scores_of
 from ..evaluation.relevance import relevant_ids
 from ..runs import read_results, run_files
-from .display import markdown_code, markdown_text, readable, safe_table, styled, transposed, with_range
+from ..llm.prompts import corpus_for
+from .display import markdown_code, markdown_text, readable, safe_table, source_words, styled, transposed, with_range
 from .pages import reading
 from .plots import _save
 
@@ -25,7 +27,8 @@ NAME = "loop"
 DESIGN_TITLES = {NAME: "the model-first loop", QUESTION_FIRST: "the question-first loop"}
 EARLIER_PROMPT = "one_example"  # the prompt of every loop saved before the choice on dev (docs/loop.md)
 # the loop summary's columns that are shares of questions (shown as percentages)
-LOOP_SHARES = {"citation_hit_rate", "citation_all_rate", "citation_precision", "ended_stop", "ended_step_cap",
+LOOP_SHARES = {"citation_hit_rate", "citation_all_rate", "citation_precision", "citations_relevant_share",
+               "cites_first_top_rate", "ended_stop", "ended_step_cap",
                "ended_token_budget", "ended_refusal", "ended_max_tokens", "ended_bad_tool_arguments", "forced_final",
                "final_by_code"}
 MODEL_COLOUR, CODE_COLOUR, CODE_RUN_COLOUR = "#dbe9f6", "#f3f3f3", "#fdf0d5"
@@ -163,6 +166,9 @@ def measures(results, sources: dict[str, str], design: str = NAME) -> pd.DataFra
                      "citation_all": float(all(x in cites for x in src)),
                      "citations": len(cites), "citation_precision": (sum(c in src for c in cites) / len(cites)
                                                                      if cites else np.nan),
+                     "citations_relevant": sum(c in src for c in cites),
+                     # the answer is the first search's page, no more and no less: the loop found nothing of its own
+                     "cites_first_top": float(bool(cites) and set(cites) == set(first_shown(r))),
                      "papers_read": d.get("papers_read", 0), "searches": r.searches,
                      "model_searches": r.searches - code_searches(r), "turns": d.get("turns", r.llm_calls),
                      "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "tokens_used": d.get("tokens_used", 0),
@@ -181,7 +187,10 @@ def summary(pq: pd.DataFrame) -> pd.DataFrame:
                # two-part questions: the share of questions citing every source, beside the share of sources cited
                **({"citation_all_rate": g.citation_all.mean()} if (g.sources > 1).any() else {}),
                "citations_per_q": g.citations.mean(),
-               "citation_precision": g.citation_precision.mean(), "papers_read_per_q": g.papers_read.mean(),
+               "citation_precision": g.citation_precision.mean(),
+               "citations_relevant_share": (g.citations_relevant.sum() / g.citations.sum() if g.citations.sum()
+                                            else np.nan),
+               "cites_first_top_rate": g.cites_first_top.mean(), "papers_read_per_q": g.papers_read.mean(),
                "searches_per_q": g.searches.mean(), "turns_per_q": g.turns.mean(), "tokens_in_per_q": g.tokens_in.mean(),
                "tokens_out_per_q": g.tokens_out.mean(), "prompt_reused_per_q": g.prompt_reused.mean(),
                "latency_median_s": g.latency_s.median()}
@@ -190,6 +199,26 @@ def summary(pq: pd.DataFrame) -> pd.DataFrame:
         row["final_by_code"] = float((g.final_by == "code").mean())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def read_words(profile, results) -> str:
+    """What one read showed the model: a document searched whole, its text cut at READ_MAX_CHARS; a long
+    document searched as chunks, its passages the loop's searches matched (lib/designs/loop.py read_text),
+    with how much the saved runs' reads showed."""
+    w = corpus_for(profile)
+    if not profile.chunk_documents:
+        text = w.text if w.text == "abstract" else "text"  # a study's document searched whole: its text
+        return f"A read showed the model one {w.item}'s title and {text}, cut at {READ_MAX_CHARS:,} characters."
+    reads = sum(len(r.details.get("read", [])) for r in results)
+    chars = sum(r.details.get("read_chars", 0) for r in results)
+    seen = f" Its {reads:,} reads showed {chars / reads:,.0f} characters each on average." if reads else ""
+    return (f"A read showed the model one {w.item}'s title and {READ_PASSAGES} of its passages (the chunks it is "
+            "searched by): the ones the loop's searches matched best, then those beside them; a document of one "
+            f"chunk whole, cut at {READ_MAX_CHARS:,} characters.{seen}")
+
+
+def _share(value) -> str:
+    return "none" if pd.isna(value) else f"{value:.0%}"
 
 
 def caps_of(results) -> dict:
@@ -225,15 +254,20 @@ def measures_page(profile, design: str = NAME) -> dict:
     caps = caps_of(first)
     display(Markdown(f"Caps: {caps_words(caps)} (model `{caps['llm_model']}`, backend `{caps['llm_backend']}`"
                      + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "")
-                     + f"; prompt `{prompt_of(first)}`)."))
+                     + f"; prompt `{prompt_of(first)}`). {read_words(profile, [r for rs in runs.values() for r in rs])}"))
     display(safe_table(transposed(table, shares=LOOP_SHARES)))
     row = table.mean(numeric_only=True)
     ended = ", ".join(f"{row[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS if row[f"ended_{e}"])
     title = DESIGN_TITLES.get(design, design)
     first_search = " (the first of them the code's search of the question)" if design == QUESTION_FIRST else ""
-    reading(f"Over {int(row.questions)} questions and {len(table)} run(s), {title} cited the source paper in "
+    words = corpus_for(profile)
+    k = caps.get("loop_search_k") or 5
+    reading(f"Over {int(row.questions)} questions and {len(table)} run(s), {title} cited {source_words(profile)} in "
             f"{row.citation_hit_rate:.0%} of questions, with {row.citations_per_q:.2f} citations, "
-            f"{row.searches_per_q:.2f} searches{first_search}, {row.papers_read_per_q:.2f} papers read and "
+            f"{_share(row.citations_relevant_share)} of them relevant (citation precision, over all its citations); "
+            f"{int(pq.cites_first_top.sum())} of its {len(pq)} loops cite exactly the {k} {words.items} its first "
+            f"search showed. It ran {row.searches_per_q:.2f} searches{first_search}, {row.papers_read_per_q:.2f} "
+            f"{words.items} read and "
             f"{row.turns_per_q:.2f} model "
             f"turns per question ({row.tokens_in_per_q:,.0f} input and {row.tokens_out_per_q:,.0f} output tokens). "
             f"Loops ended: {ended or 'none'}. Its ranked list (citations first, then the fused searches) reaches "
