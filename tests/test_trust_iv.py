@@ -47,8 +47,9 @@ def test_a_page_run_before_a_later_page_saved_runs_is_run_again_as_its_rerun_wou
     nbs = tmp_path / "nb"
     nbs.mkdir()
     _notebook(nbs / "a_reads.ipynb", "from pathlib import Path\nprint('family:', Path(state_file).read_text().split())")
-    _notebook(nbs / "b_adds.ipynb", "from pathlib import Path\np = Path(state_file)\n"
-              "p.write_text(p.read_text() + ('agent\\n' if 'agent' not in p.read_text() else ''))\nprint('added')")
+    _notebook(nbs / "b_adds.ipynb", "from pathlib import Path\np = Path(state_file)\n"  # two designs, one after the other
+              "def add(d):\n    p.write_text(p.read_text() + (d + '\\n' if d not in p.read_text().split() else ''))\n"
+              "add('agent')\nprint('family:', p.read_text().split())\nadd('loop')")
     _notebook(nbs / "c_reads.ipynb", "from pathlib import Path\nprint('family:', Path(state_file).read_text().split())")
     lines: list[str] = []
     names = ["a_reads", "b_adds", "c_reads"]
@@ -61,8 +62,8 @@ def test_a_page_run_before_a_later_page_saved_runs_is_run_again_as_its_rerun_wou
 
     done, first = run("first")
     assert done == names
-    assert first["a_reads"] == first["c_reads"] == ["family: ['dense', 'agent']\n"]
-    assert any(line.startswith("== again") and "a_reads" in line and "c_reads" not in line for line in lines)
+    assert first["a_reads"] == first["b_adds"] == first["c_reads"] == ["family: ['dense', 'agent', 'loop']\n"]
+    assert any(line.startswith("== again") and "a_reads b_adds" in line and "c_reads" not in line for line in lines)
     lines.clear()
     done, again = run("again")
     assert again == first and not any(line.startswith("== again") for line in lines)  # nothing changed: once each

@@ -14,10 +14,11 @@ Each notebook is executed into ``failed_dir`` and moved into ``out_dir`` only wh
 so a failed or killed run never leaves an executed notebook where the report is rendered from.
 
 A page reads the whole study's saved runs (the index's Holm family: every design, measure and condition),
-so a page executed before a later page of the same command saved its runs would show a smaller family
-than the rerun of the same command: with ``state`` (what the pages read, e.g. the saved run files'
-sizes), every page executed while the state was not yet the command's last is executed again once at
-the end, so the first run of a study and its rerun give the same pages."""
+so a page executed before a later page of the same command saved its runs (or one that saved the runs of
+several designs one after another) would show a smaller family than the rerun of the same command: with
+``state`` (what the pages read, e.g. the saved run files' sizes), every page that started or ended with
+another state than the command's last is executed again once at the end, so the first run of a study and
+its rerun give the same pages."""
 from __future__ import annotations
 
 import logging
@@ -116,10 +117,11 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
     failed_dir.mkdir(parents=True, exist_ok=True)
     completed: list[str] = []
     failed: list[Path] = []
-    seen: dict[str, object] = {}  # the state each page was executed with (read when it ended)
+    seen: dict[str, tuple] = {}  # the state when each page started and when it ended
 
     def execute(kernel: SharedKernel, name: str) -> bool:
         target = failed_dir / f"{name}.ipynb"
+        before = state() if state is not None else None
         try:
             kernel.reset()
             pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(target), parameters=parameters,
@@ -131,7 +133,7 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
             return False
         shutil.move(str(target), str(out_dir / f"{name}.ipynb"))
         if state is not None:
-            seen[name] = state()
+            seen[name] = (before, state())
         return True
 
     with SharedKernel(kernel_name, cwd=Path(cwd or Path.cwd())) as kernel:
@@ -142,7 +144,9 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
             completed.append(name)
         if state is not None:
             last = state()
-            stale = [n for n in completed if seen.get(n) != last]
+            # a page that read a state other than the last: before a later page saved runs, or while it saved
+            # its own runs one design after another (a page that runs several designs)
+            stale = [n for n in completed if seen.get(n) != (last, last)]
             if stale:
                 log(f"== again, with every run this command saved (the same family on every page): {' '.join(stale)}")
             for name in stale:
