@@ -354,3 +354,33 @@ def test_the_worked_example_runs_end_to_end_on_the_embedded_engine():
         assert "dense search in" in scores_page and "Milvus Lite, embedded" in scores_page
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_where_dense_search_ran_enters_a_result_only_away_from_in_process():
+    """The shipped study's inputs keys stay as they were: ``retriever`` enters provenance (and so the key) only
+    when it is not in-process; a saved result of another retriever is refused when read; the scores table
+    names the engine."""
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.report.index_words import retriever_cell
+    from lib.runs import inputs_key
+
+    shipped = load_profile("offline")
+    parts = pipeline.ProfileParts(shipped, progress=False)
+    prov = pipeline.design_provenance(shipped, "dense", parts)
+    assert "retriever" not in prov and pipeline.expected_settings(shipped, "dense")["retriever"] is None
+    saved = read_results(run_path(shipped.results_dir, "dense", 1))[0]
+    question = next(q for q in pipeline.question_set(shipped, parts.papers) if q.qid == saved.qid)
+    assert inputs_key("dense", 1, question, prov) == saved.inputs
+    assert retriever_cell(shipped) is None
+
+    engine = load_profile("offline", retriever="milvus")
+    prov = pipeline.design_provenance(engine, "dense", pipeline.ProfileParts(engine, progress=False))
+    assert prov["retriever"] == "milvus" and prov["milvus_index"] == "FLAT" and "milvus_uri" not in prov
+    assert pipeline.expected_settings(engine, "agent")["retriever"] == "milvus"
+    assert retriever_cell(engine) == "Milvus Lite, embedded, the study's own collection (exact)"
+    theirs = load_profile("offline", retriever="milvus", milvus_uri="http://milvus.example:19530",
+                          milvus_collection="papers")
+    prov = pipeline.design_provenance(theirs, "dense", pipeline.ProfileParts(theirs, progress=False))
+    assert prov["milvus_collection"] == "papers" and prov["milvus_uri"] == "http://milvus.example:19530"
+    assert retriever_cell(theirs) == "Milvus, collection papers (read-only)"
