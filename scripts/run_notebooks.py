@@ -118,6 +118,10 @@ def main(argv: list[str]) -> int:
 
     try:
         from lib.pipeline import saved_runs_state  # a page executed before the last run was saved runs again
+        from lib.report.kernel import ensure_kernel  # the kernel starts this venv's interpreter, repaired if not
+
+        for note in ensure_kernel():
+            print(f"kernel: {note}", file=sys.stderr)
 
         completed, failed = run_notebooks(args.names, args.notebooks_dir.resolve(), out, failed_dir, parameters,
                                           state=lambda: saved_runs_state(profile))
