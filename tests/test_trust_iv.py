@@ -411,3 +411,39 @@ def test_the_worked_examples_first_run_and_its_rerun_give_byte_identical_pages()
         assert not differ, differ
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_reply_edited_by_hand_in_a_record_written_before_digests_is_named_once_its_folder_is_sealed(tmp_path):
+    """Probe 9: a reply edited by hand in a record file was replayed without notice. Records written before the
+    digest was stored with each record are covered by their folder's digests.json (lib.llm.records.seal)."""
+    from lib.errors import DataError
+    from lib.llm.records import SEAL, RecordStore, seal
+
+    reqs, path = _store_with_two_calls(tmp_path)
+    legacy = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for rec in legacy:
+        del rec["response_digest"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in legacy), encoding="utf-8")
+    seal(tmp_path)
+    assert set(json.loads((tmp_path / SEAL).read_text())["agent"]) == {r["key"][:16] for r in legacy}
+    assert RecordStore(tmp_path).count("agent") == 2  # sealed and unchanged: read as before
+    legacy[0]["response"]["text"] = '{"decision": "search", "query": "edited by hand"}'
+    path.write_text("".join(json.dumps(r) + "\n" for r in legacy), encoding="utf-8")
+    with pytest.raises(DataError, match=r"agent\.jsonl: line 1: .*digests\.json"):
+        RecordStore(tmp_path).get(reqs[1])
+
+
+def test_every_shipped_record_is_sealed_or_carries_its_own_digest():
+    """The shipped records' folders are sealed (`python scripts/seal_records.py`): a record written before the
+    digest was stored with it is in its folder's digests.json, so a hand edit of any shipped reply is named."""
+    from lib.llm.records import RECORDS_DIR, SEAL
+
+    for folder in sorted(p for p in RECORDS_DIR.iterdir() if p.is_dir()):
+        sealed = json.loads((folder / SEAL).read_text()) if (folder / SEAL).exists() else {}
+        for f in sorted(folder.glob("*.jsonl")):
+            lines = f.read_bytes().split(b"\n")
+            recs = [json.loads(line) for line in lines[:-1] if line.strip()]
+            loose = [r["key"][:12] for r in recs if "response_digest" not in r
+                     and r["key"][:16] not in sealed.get(f.stem, {})]
+            assert not loose, f"{f.relative_to(ROOT)}: {len(loose)} record(s) neither sealed nor digested " \
+                              f"(first {loose[0]}): run python scripts/seal_records.py"

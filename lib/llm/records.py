@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..paths import ROOT
-from ..io import Appender, locked, read_jsonl, repair_torn_tail
+from ..io import Appender, locked, read_jsonl, repair_torn_tail, write_json
 from .base import TOOL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
 
 RECORDS_DIR = ROOT / "data" / "llm_records"
@@ -36,17 +36,42 @@ def response_digest(response: dict) -> str:
     return hashlib.sha256(json.dumps(response, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def checked_record(rec: dict) -> dict:
+# beside a folder's record files: the reply digests of the records written before the digest was stored
+# with each record (kind -> key[:16] -> digest[:16]), written by :func:`seal`
+SEAL = "digests.json"
+
+
+def checked_record(rec: dict, sealed: dict[str, str] | None = None) -> dict:
     """A record as read back, checked: its key must be the key of its own request (a damaged or edited key
     would answer no request, and its run would be skipped as "not recorded"), and its reply must match the
-    digest stored with it (records written before the digest existed carry none). Raises ValueError or
-    KeyError, which the reader names with the file and line."""
+    digest stored with it, or for a record written before the digest existed, the one its folder's
+    ``digests.json`` holds for its key (``sealed``; a record in neither is read as it is). Raises ValueError
+    or KeyError, which the reader names with the file and line."""
     LLMRequest.from_record(rec)
     stored = rec.get("response_digest")
     if stored is not None and stored != response_digest(rec["response"]):
         raise ValueError(f"record {str(rec['key'])[:12]}: its reply does not match the digest stored with it "
                          "(edited after it was recorded?)")
+    sealed_digest = (sealed or {}).get(str(rec["key"])[:16]) if stored is None else None
+    if sealed_digest is not None and sealed_digest != response_digest(rec["response"])[:16]:
+        raise ValueError(f"record {str(rec['key'])[:12]}: its reply does not match its digest in {SEAL} beside "
+                         "this file (edited after it was recorded?)")
     return rec
+
+
+def seal(directory: Path) -> Path:
+    """Write ``directory/digests.json``: the reply digest of every record there that carries none of its own
+    (written before records stored one), by kind and key, so that a reply edited by hand in those is named
+    when read too. Each file is read under its writers' lock; records appended later carry their own digest."""
+    directory = Path(directory)
+    out: dict[str, dict[str, str]] = {}
+    for f in sorted(directory.glob("*.jsonl")):
+        with locked(f, wait=True):
+            recs = read_jsonl(f, torn_tail_ok=True)
+        legacy = {str(r["key"])[:16]: response_digest(r["response"])[:16] for r in recs if "response_digest" not in r}
+        if legacy:
+            out[f.stem] = legacy
+    return write_json(directory / SEAL, out)
 
 
 class RecordStore:
@@ -74,8 +99,16 @@ class RecordStore:
         with self._lock:
             if kind not in self._cache:
                 files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
-                self._cache[kind] = {rec["key"]: rec for f in files for rec in read_jsonl(f, checked_record, torn_tail_ok=True)}
+                self._cache[kind] = {rec["key"]: rec for f in files
+                                     for rec in read_jsonl(f, self._checker(f.parent, kind), torn_tail_ok=True)}
             return self._cache[kind]
+
+    @staticmethod
+    def _checker(directory: Path, kind: str):
+        """:func:`checked_record` with the folder's sealed digests of this kind (none when it has no seal)."""
+        seal_file = directory / SEAL
+        sealed = json.loads(seal_file.read_text(encoding="utf-8")).get(kind, {}) if seal_file.exists() else {}
+        return lambda rec: checked_record(rec, sealed)
 
     def get(self, request: LLMRequest) -> dict | None:
         return self.records(request.kind).get(request.key())
