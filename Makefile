@@ -25,7 +25,7 @@ export OMP_WAIT_POLICY := $(or $(OMP_WAIT_POLICY),PASSIVE)
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation loop-selection
+.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation loop-selection place-model
 
 setup: $(VENV)/.setup-done
 
@@ -42,8 +42,14 @@ COMPILE_NEW = new=$$(find $(VENV)/lib/python*/site-packages -mindepth 1 -maxdept
 # the pinned ones come from requirements.txt), so `import lib` works from any kernel or folder; compat
 # mode puts the repository on sys.path, so the package wins over the `lib/` folder llama-cpp-python
 # leaves in site-packages (which the default editable finder would lose to)
+# (the Python is checked first, before anything is installed: scripts/check_python.py; PY reaches the
+# recipe through the environment, never pasted into a shell line)
+$(VENV)/.setup-done: export SETUP_PY := $(value PY)
 $(VENV)/.setup-done: requirements.txt pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@py=$(BIN)/python; test -x $$py || py="$$SETUP_PY"; \
+	  command -v "$$py" >/dev/null 2>&1 || { echo "error: no Python named '$$py' was found: install Python 3.11 and run \`make PY=python3.11 setup\`" >&2; exit 2; }; \
+	  "$$py" scripts/check_python.py
+	test -x $(BIN)/python || "$$SETUP_PY" -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	$(COMPILE)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
@@ -134,7 +140,7 @@ lab: setup sync $(VENV)/.lab-setup-done
 # on up to 2 workers (pytest-xdist); tests that must not overlap share an xdist group (tests/conftest.py)
 test: setup $(VENV)/.test-setup-done
 	$(BIN)/ruff check lib scripts tests notebooks/*.py
-	$(BIN)/python -m pytest -q -n auto --maxprocesses 2 --dist loadgroup --durations 15 tests
+	$(BIN)/python -m pytest -q -rs -n auto --maxprocesses 2 --dist loadgroup --durations 15 tests
 
 # the offline reranker: trained here from the bundled MiniLM weights (about 10 min on 2 cores)
 reranker: setup
@@ -175,6 +181,15 @@ bench: export BENCH_ARGS := $(value ARGS)
 bench: export BENCH_SAVE := $(value SAVE)
 bench: setup
 	$(BIN)/python scripts/bench.py
+
+# place your own model on page 12's chart: the agent's decision tree for it on the first N questions, its stop and
+# search accuracy and the difference from dense a judge at them predicts (scripts/place_model.py), e.g.
+# make place-model N=40 SET="llm_backend=openai llm_model=my-model openai_base_url=http://localhost:8000/v1"
+place-model: export PLACE_N := $(value N)
+place-model: export PLACE_SET := $(value SET)
+place-model: export PLACE_PROFILE := $(value PROFILE)
+place-model: setup
+	@$(BIN)/python scripts/place_model.py
 
 # write the expected scores from the current saved results (after a deliberate change)
 expected: export RUN_PROFILE := $(value PROFILE)

@@ -613,7 +613,7 @@ def notebook_profile(namespace: dict[str, Any]) -> Profile:
     profile = load_profile(name, **overrides).with_runs(namespace.get("runs"))
     if namespace.get("design") is not None:  # a page led by another design than its own
         profile.asked = {**profile.asked, "design": namespace["design"]}
-    preflight(profile)
+    preflight(profile, llm=False)  # the LLM designs check their backend when built (lib/llm)
     return profile
 
 

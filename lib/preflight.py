@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
-import time
 import urllib.parse
 
 from .errors import ProfileError
@@ -29,17 +28,20 @@ def reachable(url: str, timeout: float = CONNECT_TIMEOUT_S) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+def writes_questions_with_claude(profile) -> bool:
+    """Whether the profile's questions are written (and reviewed) by Claude through the API."""
+    if profile.settings["questions_source"] != "generate":
+        return False
+    from .data.question_gen import question_backend  # imported only when the questions are written
+
+    return question_backend(profile) == "anthropic"
+
+
 def needs(profile) -> list[str]:
     """The live parts a profile uses: 'anthropic', 'hub', 'arxiv'."""
     s = profile.settings
     out = []
-    if s["questions_source"] == "generate":  # who writes the questions (imported only when they are written)
-        from .data.question_gen import question_backend
-
-        writes_with_claude = question_backend(profile) == "anthropic"
-    else:
-        writes_with_claude = False
-    if s["llm_backend"] == "anthropic" or writes_with_claude:
+    if s["llm_backend"] == "anthropic" or writes_questions_with_claude(profile):
         out.append("anthropic")
     if "huggingface-hub" in (s["embedder_backend"], s["reranker_backend"]):
         out.append("hub")
@@ -62,18 +64,18 @@ def local_model_missing(find_spec=importlib.util.find_spec, model_file=None) -> 
     return " and ".join(missing) or None
 
 
-def preflight(profile, check=reachable, local=None) -> list[str]:
-    """Check every live part the profile needs, and the local model for llm_backend 'local'
-    (``local``: a check returning what is missing, default :func:`local_model_missing`);
-    raise one ProfileError listing all that are missing."""
+def llm_problems(profile, check=reachable, local=None) -> list[str]:
+    """What keeps the LLM designs' backend (``llm_backend``) from answering here, each with the command or
+    setting that fixes it; empty when it can answer (``replay`` needs nothing live). ``local``: a check
+    returning what is missing of the local model (default :func:`local_model_missing`)."""
+    s = profile.settings
     problems = []
-    start = time.monotonic()
-    if profile.settings["llm_backend"] == "local":
+    if s["llm_backend"] == "local":
         from .llm import LLMError
         from .llm.local_backend import install_command, local_model
 
         try:
-            spec = local_model(profile.settings["llm_model"])
+            spec = local_model(s["llm_model"])
         except LLMError as exc:
             problems.append(str(exc))
         else:
@@ -81,23 +83,77 @@ def preflight(profile, check=reachable, local=None) -> list[str]:
             if why:
                 problems.append(f"llm_backend 'local' needs the local model, but {why}: run "
                                 f"`{install_command(spec.name)}` first")
-    want = needs(profile)
-    if "anthropic" in want and not os.environ.get("ANTHROPIC_API_KEY"):
-        problems.append("ANTHROPIC_API_KEY is not set (the Anthropic API needs a key)")
-    if "hub" in want and os.environ.get("HF_HUB_OFFLINE") == "1":
-        problems.append("HF_HUB_OFFLINE=1 is set, but the embedder or reranker comes from the Hugging Face Hub")
-    elif "hub" in want and (why := check(HUB_URL)):
-        problems.append(f"the Hugging Face Hub ({HUB_URL}) cannot be reached: {why}")
-    if profile.settings["llm_backend"] == "openai":
-        url = profile.settings.get("openai_base_url") or os.environ.get("OPENAI_BASE_URL")
+    elif s["llm_backend"] == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+        problems.append("ANTHROPIC_API_KEY is not set (llm_backend 'anthropic' needs a key)")
+    elif s["llm_backend"] == "openai":
+        url = s.get("openai_base_url") or os.environ.get("OPENAI_BASE_URL")
         if not url:
             problems.append("llm_backend 'openai' needs the server's address: set openai_base_url or OPENAI_BASE_URL")
         elif why := check(url):
             problems.append(f"the OpenAI-compatible server ({url}) cannot be reached: {why}")
+    return problems
+
+
+def problem_message(profile, problems: list[str]) -> str:
+    """The one message for what keeps ``profile`` from running, ending with what runs without it: the
+    profile's own recorded calls replayed, where its file replays them (``-p llm_backend`` left out),
+    or, for a study of your own data, ``llm_backend=replay`` over the calls recorded in its folder."""
+    backend = profile.settings["llm_backend"]
+    if backend == "replay":
+        other = ""
+    elif profile.file_settings.get("llm_backend") == "replay":
+        other = (f" Without llm_backend {backend!r} (`-p llm_backend`), profile {profile.name!r} replays its "
+                 "recorded calls and needs no model.")
+    elif profile.study_dir is not None:
+        other = (" To re-render from the model calls already recorded in the study's folder instead, add "
+                 "llm_backend=replay to SET.")
+    else:
+        other = ""
+    return (f"profile {profile.name!r} cannot run here: " + "; ".join(problems)
+            + ". It never falls back to the offline parts." + other)
+
+
+def preflight(profile, check=reachable, local=None, llm=True) -> list[str]:
+    """Check every live part the profile needs, and with ``llm`` the LLM designs' backend
+    (:func:`llm_problems`; ``local`` as there); raise one ProfileError listing all that are missing.
+    Without ``llm`` the caller checks the backend itself, for the pages that ask the model
+    (lib/report/execute.py :func:`runnable`)."""
+    problems = llm_problems(profile, check, local) if llm else []
+    want = needs(profile)
+    if (writes_questions_with_claude(profile) and not os.environ.get("ANTHROPIC_API_KEY")
+            and not any("ANTHROPIC_API_KEY" in p for p in problems)):
+        problems.append("ANTHROPIC_API_KEY is not set (the question writer, Claude, needs a key)")
+    if "hub" in want and os.environ.get("HF_HUB_OFFLINE") == "1":
+        problems.append("HF_HUB_OFFLINE=1 is set, but the embedder or reranker comes from the Hugging Face Hub")
+    elif "hub" in want and (why := check(HUB_URL)):
+        problems.append(f"the Hugging Face Hub ({HUB_URL}) cannot be reached: {why}")
     if "arxiv" in want and (why := check(ARXIV_URL)):
         problems.append(f"the arXiv API ({ARXIV_URL}) cannot be reached: {why}")
     if problems:
-        raise ProfileError(f"profile {profile.name!r} cannot run here ({time.monotonic() - start:.1f} s to check): "
-                           + "; ".join(problems) + ". It never falls back to the offline parts; use profile "
-                           "'offline' to re-render from the saved runs.")
+        raise ProfileError(problem_message(profile, problems))
     return want
+
+
+def pages_to_run(profile, names: list[str], designs_of: dict[str, tuple[str, ...]], check=reachable,
+                 local=None) -> tuple[list[str], str | None]:
+    """The notebooks of ``names`` that can run here, and a line naming those left out, or None: when the LLM
+    designs' backend cannot answer (:func:`llm_problems`), the pages that run an LLM design
+    (``designs_of``: notebook -> its designs, notebooks/index.tsv) are left out by name, with what
+    enables them, and the others run. Raises the one ProfileError when no page asked for can run, when
+    the questions are yet to be written by that model, or when anything else is missing (:func:`preflight`)."""
+    from .designs import design_class
+
+    problems = llm_problems(profile, check, local)
+    writer_needs_it = profile.settings["questions_source"] == "generate" and not writes_questions_with_claude(profile)
+    preflight(profile, check, local, llm=writer_needs_it)
+    if not problems:
+        return list(names), None
+    ask = [n for n in names if any(design_class(d).uses_llm for d in designs_of.get(n, ()))]
+    run = [n for n in names if n not in ask]
+    if not ask:
+        return run, None
+    if not run:
+        raise ProfileError(problem_message(profile, problems))
+    return run, (f"not run: {', '.join(ask)} (they ask the model, and {'; '.join(problems)}); "
+                 f"the other {len(run)} page(s) run without it, and the same command runs these once the model "
+                 "can answer")

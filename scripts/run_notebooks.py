@@ -103,10 +103,16 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv[:cut])
     words = argv[cut + 1:]
     import build_report  # the checks and the run's libraries, loaded once the command line is read
-    from check_settings import checked_profile, shown
+    from check_settings import shown
+
+    from lib.config import profile_from_args
+    from lib.preflight import pages_to_run
+    from lib.report.index_numbers import notebook_designs
 
     try:
-        profile = checked_profile(words)
+        profile = profile_from_args(words)
+        # the pages that ask a model that cannot answer here are left out by name; the others run
+        names, left_out = pages_to_run(profile, args.names, notebook_designs())
         parameters = notebook_parameters(args.profile_file, words[1:])
         lock_study(profile)  # one run of a study at a time, held until this process ends; a second is refused
     except (ProfileError, OSError, ValueError, LockedError) as exc:
@@ -123,7 +129,9 @@ def main(argv: list[str]) -> int:
         for note in ensure_kernel():
             print(f"kernel: {note}", file=sys.stderr)
 
-        completed, failed = run_notebooks(args.names, args.notebooks_dir.resolve(), out, failed_dir, parameters,
+        if left_out:
+            print(left_out, file=sys.stderr)
+        completed, failed = run_notebooks(names, args.notebooks_dir.resolve(), out, failed_dir, parameters,
                                           state=lambda: saved_runs_state(profile))
     except NoSuchKernel as exc:
         print(f"error: the project's kernel is not registered ({exc}): `make setup` registers it", file=sys.stderr)
@@ -139,7 +147,7 @@ def main(argv: list[str]) -> int:
         print(f"not scored: {line}", file=sys.stderr)
     if problems:
         status = max(status, 1)
-    if args.print_page and status == 0 and len(args.names) == 1:
+    if args.print_page and status == 0 and len(names) == 1:
         print(f"{out}/{args.names[0]}.html")
     return status
 

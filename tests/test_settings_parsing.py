@@ -156,12 +156,12 @@ def test_a_local_backend_that_is_not_installed_is_refused_before_work(monkeypatc
     def unasked():
         raise AssertionError("the local model is checked only for llm_backend 'local'")
     assert preflight(load_profile("offline"), local=unasked) == []
-    # notebook_profile runs the same check (the default one, replaced here)
+    # a page's notebook_profile checks the rest, not the LLM backend: a page that asks no model runs without
+    # one, and the runner leaves out the pages that ask it (lib/preflight.py pages_to_run)
     monkeypatch.setattr(pf, "local_model_missing", lambda **_: "the model file is not there")
-    with pytest.raises(ProfileError, match="run `make local-llm` first"):
-        notebook_profile({"profile": "offline", "llm_backend": "local"})
-    monkeypatch.setattr(pf, "local_model_missing", lambda **_: None)
     assert notebook_profile({"profile": "offline", "llm_backend": "local"}).llm_backend == "local"
+    with pytest.raises(ProfileError, match="run `make local-llm` first"):
+        preflight(load_profile("offline", llm_backend="local"))
 
 
 def test_local_model_missing_looks_up_llama_cpp_and_the_model_file(tmp_path):

@@ -63,11 +63,16 @@ class SharedKernel:
     """One started kernel of ``kernel_name`` (cwd ``cwd``) that papermill runs every notebook in."""
 
     def __init__(self, kernel_name: str = KERNEL, cwd: Path | None = None):
+        import tempfile
+
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
         self._run = run_sync
-        self.km = AsyncKernelManager(kernel_name=kernel_name)
+        # the kernel talks over local (IPC) sockets in a folder of its own, not over TCP: nothing listens on
+        # a port, and the kernel has no "running over TCP without encryption" warning to print
+        self._sockets = tempfile.TemporaryDirectory(prefix="kernel-")
+        self.km = AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=str(Path(self._sockets.name) / "k"))
         self._run(self.km.start_kernel)(cwd=str(cwd) if cwd else None)
 
     def reset(self) -> None:
@@ -86,7 +91,10 @@ class SharedKernel:
         self._run(go)()
 
     def shutdown(self) -> None:
-        self._run(self.km.shutdown_kernel)(now=True)
+        try:
+            self._run(self.km.shutdown_kernel)(now=True)
+        finally:
+            self._sockets.cleanup()
 
     def __enter__(self) -> "SharedKernel":
         return self

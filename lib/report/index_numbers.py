@@ -21,10 +21,20 @@ DEFAULT_CONDITION = "full questions"
 METRICS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 
 
+def _notebook_rows(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def notebook_titles(path: Path = NOTEBOOK_LIST) -> dict[str, str]:
     """The report's notebooks in order, name -> title: the one list the Makefile runs and the index links."""
-    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return {name: title for name, title in rows}
+    return {row[0]: row[1] for row in _notebook_rows(path)}
+
+
+def notebook_designs(path: Path = NOTEBOOK_LIST) -> dict[str, tuple[str, ...]]:
+    """The designs each notebook runs, or whose runs alone it explains (page 12: the agent's), from the
+    list's third column (names joined by ','; none for a page that reads whatever the others saved): the
+    pages left out by name when the model those designs ask cannot answer (lib/preflight.py pages_to_run)."""
+    return {row[0]: tuple(d for d in (row[2] if len(row) > 2 else "").split(",") if d) for row in _notebook_rows(path)}
 
 
 def _profile(profile):
