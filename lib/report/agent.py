@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..evaluation import scores
-from .article import article_figures
+from .article import article_figures, shows_article
 from .display import percent
 
 NAME = "agent"
@@ -53,7 +53,7 @@ def agent_shares(pq: pd.DataFrame, pq_all: pd.DataFrame | None = None, partial: 
                f"{_range(vs['dense_misses_found_per_run'])} of {other['dense_misses_at_5']}",
                f"{_range(vs['dense_hits_lost_per_run'])} ({', '.join(map(str, vs['dense_hits_lost_by_run']))})"]
     measures = ["stopped after one search (share of questions)", "used all three searches (share of questions)",
-                "found at 5 among dense's misses at 5 (per run)", "lost at 5 a paper dense had found at 5 (per run)"]
+                "found at 5 among dense's misses at 5 (per run)", "lost at 5 what dense had found at 5 (per run)"]
     agent = pq[pq.design == NAME] if not pq.empty else pq
     note = ""
     if agent.empty:
@@ -100,8 +100,25 @@ def agent_section(profile) -> pd.DataFrame:
 
     rows = paired_rows(profile, NAME)
     table = agent_shares(rows["pq"], rows["pq_all"], rows["partial"], rows["questions"])
+    if not shows_article(profile):  # a study of your own data: the article's agent answered other questions
+        table = table.drop(columns=[COLUMNS[1]])
+        display(Markdown(f"{agent_runs_text(rows['pq']).capitalize()} on {rows['questions']} questions (the article's "
+                         "agent, which searched other questions, is not set beside a study of your own data)."))
+        show(table)
+        display(Markdown(own_sentence(table)))
+        return table
     display(Markdown(f"Ours: {agent_runs_text(rows['pq'])} on {rows['questions']} questions; the article: 3 runs on "
                      f"{article_figures()['questions']['scored']} questions."))
     show(table)
     display(Markdown(agent_shares_sentence(table)))
     return table
+
+
+def own_sentence(table: pd.DataFrame) -> str:
+    """The table in one sentence, without the article's column (a study of your own data)."""
+    ours = table[COLUMNS[2]].tolist()
+    if ours[0].startswith("no complete run"):
+        note = table.attrs.get("note") or ours[0]
+        return f"The agent has {note}, so its searches and its wins and losses against dense are not shown yet."
+    return (f"The agent stopped after one search on {ours[0]} of questions and used all three on {ours[1]}; per run "
+            f"it found {ours[2]} of dense's misses at 5 and lost {ours[3]} of dense's finds at 5.")

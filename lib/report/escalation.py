@@ -53,7 +53,11 @@ def selection_report(profile) -> dict:
     sel, swept = json.loads(sel_path.read_text()), pd.read_csv(sweep_path)
     c, probe = sel["choice"], sel["probe"]
     rule = sel["rule"][:1].upper() + sel["rule"][1:]
-    display(Markdown(f"## The signal, chosen on the dev set\n{rule}\n\nDev questions probed: "
+    study = profile.collection_source == "documents"
+    whose = ("\n\nThese are the arXiv study's dev questions (`results/dev/escalation_selection.json`), not this "
+             "study's: this study runs the signal and threshold chosen there.") if study else ""
+    dev_set = "the arXiv study's dev set" if study else "the dev set"
+    display(Markdown(f"## The signal, chosen on {dev_set}\n{rule}{whose}\n\nDev questions probed: "
                      + ", ".join(f"{n} {f}" for f, n in sel["questions"].items()) + "."))
     fig = sweep_chart(swept, c, profile.figures_dir / "escalation_dev_sweep.png")
     display(fig)

@@ -17,7 +17,7 @@ from .why import break_even_line, design_shares, why_clause
 
 from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, METRICS, _profile, _registry_order, _scored,
                             notebook_titles, scale_rows, verdict)
-from .index_words import (ARTICLE_DESIGNS, DESIGN_WORDS, _not_scored_note, rerank_short, rerank_step_words,
+from .index_words import (ARTICLE_DESIGNS, DEV_SET, _not_scored_note, design_words, rerank_short, rerank_step_words,
                           worth_its_cost)
 
 # the LLM designs besides the agent whose loss page 12 splits, in the order the index names them
@@ -52,11 +52,15 @@ def designs_html(table: pd.DataFrame, profile) -> str:
     from ..designs import design_names
 
     designs = list(design_names())
-    chosen = f"; the loop chosen on dev (docs/loop.md), prompt {cfg.loop_prompt}" if cfg.settings.get("loop_prompt") else ""
-    words = {**DESIGN_WORDS, "loop_question_first": DESIGN_WORDS["loop_question_first"] + chosen,
+    study = cfg.collection_source == "documents"
+    dev = DEV_SET if study else "dev"
+    chosen = f"; the loop chosen on {dev} (docs/loop.md), prompt {cfg.loop_prompt}" if cfg.settings.get("loop_prompt") else ""
+    base = design_words(cfg)
+    words = {**base, "loop_question_first": base["loop_question_first"] + chosen,
              "rerank": f"the dense top {cfg.rerank_k} reordered by "
                                        f"{rerank_short(cfg).removeprefix('a rerank step of ')}"
                                        + ("" if cfg.rerank_weights.get("cross_encoder") else
+                                          f" (chosen on {DEV_SET})" if study else
                                           " (chosen on a dev set; the article's rerank was a cross-encoder)")}
     calls = {d: "yes" if calls_a_model(d) else "no" for d in designs}
     calls.update({d: "when it escalates" for d in designs if d == "escalate"})
@@ -163,16 +167,17 @@ def without_idle_escalate(table: pd.DataFrame, profile) -> tuple[pd.DataFrame, s
     if "llm_calls" in rows and (rows.llm_calls.fillna(0) > 0).any():
         return table, ""
     probe = ""
+    dev = "dev" if cfg.collection_source != "documents" else "arXiv dev"  # a study runs the arXiv dev set's choice
     if ESCALATION_CHOICE.exists():
         sel = json.loads(ESCALATION_CHOICE.read_text(encoding="utf-8"))
         p, n = sel.get("probe", {}), sum(sel.get("questions", {}).values())
         if p:
-            probe = (f" Escalating every dev question ({n} question forms) helped {p.get('helped')} and hurt "
+            probe = (f" Escalating every {dev} question ({n} question forms) helped {p.get('helped')} and hurt "
                      f"{p.get('hurt')} against its first pass (MRR@10 {p.get('first_mrr@10', float('nan')):.3f} → "
-                     f"{p.get('escalated_mrr@10', float('nan')):.3f}), and no escalation rate raised dev MRR@10.")
-    text = ("<p><b>escalate</b> is left out of these tables and charts: its signal and threshold, chosen on the dev "
+                     f"{p.get('escalated_mrr@10', float('nan')):.3f}), and no escalation rate raised {dev} MRR@10.")
+    text = (f"<p><b>escalate</b> is left out of these tables and charts: its signal and threshold, chosen on the {dev} "
             "questions (docs/escalation.md), are never to escalate, so every answer it gives is hybrid_rerank's and its "
-            f"rows would repeat them.{html.escape(probe)} The dev curve is on "
+            f"rows would repeat them.{html.escape(probe)} The {dev} curve is on "
             '<a href="08_escalate.html">page 8</a>.</p>')
     return table[table.design != "escalate"], text
 

@@ -25,7 +25,7 @@ from .index_html import (STYLE, _md_bold, _table_html, agent_html, conditions_li
 from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _scored, conditions_from,  # noqa: F401
                             conditions_from_summary, notebook_titles, overall, runs_table, scale_rows,
                             verdict)
-from .why import attribution_table, break_even_table
+from .why import table as why_table
 from .index_words import (QUESTION, compact_table, headline_answer, split_scope, headline_table, parts_note, readme_answer,  # noqa: F401
                           readme_results, rerank_short)
 
@@ -92,6 +92,11 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     except Exception as exc:  # a run file that cannot be read: said, not hidden
         runs = pd.DataFrame({"could not read the saved runs": [f"{type(exc).__name__}: {exc}"]})
     bench_html = speed_section(bench) if bench is not None and Path(bench).exists() else ""
+    if study:  # make bench measures the arXiv study's collection: a study's own times are its runs'
+        bench_html = ("<h2>Speed</h2><p>This study's own time per question, design by design, is in the scores table "
+                      "(median latency) and on page 10 (median and 90th percentile); the project's benchmark "
+                      "(<code>make bench</code>) measures the arXiv study's collection, not these documents, and is "
+                      "left out here.</p>")
     n_default = None
     if not table.empty and DEFAULT_CONDITION in set(table.condition):
         g = _scored(table[table.condition == DEFAULT_CONDITION])
@@ -102,7 +107,8 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     name = design_namer(cfg)
     headline_block = ""
     if not table.empty and DEFAULT_CONDITION in set(table.condition):
-        headline_block = (f"<p>The {DEFAULT_CONDITION}, the article's condition (the other conditions are under \"The "
+        whose = "" if study else ", the article's condition"
+        headline_block = (f"<p>The {DEFAULT_CONDITION}{whose} (the other conditions are under \"The "
                           "scores\" below):</p>" + _table_html(compact_table(table, cfg), "compact"))
     others = table[table.condition != DEFAULT_CONDITION] if headline_block else table
     page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -128,7 +134,7 @@ every condition: docs/statistics.md; with 10,000 flips the smallest p a comparis
 better / worse" in the words below means p &lt; 0.05 after the correction.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
 {scores_html(others, cfg) if not others.empty else ("" if headline_block else "<p>No scored runs yet.</p>")}
-<h3>Per condition, in words</h3>{condition_answer(table, name, attribution_table(results_dir), break_even_table(results_dir)) if not table.empty else ""}
+<h3>Per condition, in words</h3>{condition_answer(table, name, why_table(results_dir, "paths"), why_table(results_dir, "judges")) if not table.empty else ""}
 {power_html(Path(results_dir))}
 {extra}
 <h2>Why the agent wins or loses</h2>

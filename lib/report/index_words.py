@@ -12,6 +12,7 @@ from typing import Callable
 import pandas as pd
 
 from .article import article_cell, article_figures, shows_article
+from ..llm.prompts import corpus_for
 from .display import design_namer, fixed, number, seconds, source_words, with_range
 from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _registry_order, _scored, conditions_from_summary,
                             overall, verdict)
@@ -37,6 +38,20 @@ DESIGN_WORDS = {
 }
 
 ARTICLE_DESIGNS = ("dense", "rerank", "multiquery", "agent")
+DEV_SET = "the arXiv study's dev set"  # where a study's thresholds and prompt choices come from
+
+
+def design_words(profile) -> dict[str, str]:
+    """:data:`DESIGN_WORDS` for a profile: the arXiv study's as they are; a study's in its documents' words,
+    its choices made on the arXiv dev set named as such."""
+    cfg = _profile(profile)
+    if cfg.collection_source != "documents":
+        return dict(DESIGN_WORDS)
+    w = corpus_for(cfg)
+    return {**DESIGN_WORDS, "dense": f"embed the question, return the nearest {w.items} (the baseline)",
+            "bm25": "keyword search (BM25) over title and text",
+            "escalate": DESIGN_WORDS["escalate"].replace("chosen on dev", f"chosen on {DEV_SET}"),
+            "loop": DESIGN_WORDS["loop"].replace("papers", w.items)}
 
 VERDICT_WORDS = {"better": "measurably better than", "worse": "measurably worse than",
                  "same": "not measurably different from", "mixed": "better on one measure and worse on the other than"}
