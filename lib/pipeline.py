@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import ROOT, Profile, parse_runs
+from .config import DEFAULT_PROFILE, ROOT, Profile, parse_runs
 from .data.collection import read_collection
 from .data.papers import paper_text
 from .data.questions import read_questions, read_twopart_questions
@@ -17,8 +17,8 @@ from .io import digest
 from .evaluation import power, scores
 from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
-from .llm.prompts import corpus_for
 from .progress import unscored
+from .llm.prompts import corpus_for
 from .runs import RecordCheck, read_checked, read_results, run_designs, run_files, run_path, write_qrels, write_trec
 from .search.dense import DenseIndex, DenseSearcher, embedded_rows
 from .search.fusion import RRF_TIES
@@ -158,6 +158,9 @@ def cache_dirs(profile: Profile, kind: str) -> tuple[Path, tuple[Path, ...]]:
     (``kind``: embeddings, bm25, rerank, why: page 12's re-searched lists, hnsw: the approximate index's graph,
     never shipped)."""
     own = profile.own_dir
+    if own is None and kind == "why" and (profile.name != DEFAULT_PROFILE or profile.own_overrides()):
+        # page 12 for another shipped profile (pilot, dev) or a question limit: its lists stay out of the repository
+        return ROOT / "build" / "cache" / kind, (SHIPPED_CACHE / kind,)
     if own is None:
         return SHIPPED_CACHE / kind, ()
     return own / "cache" / kind, (SHIPPED_CACHE / kind,)

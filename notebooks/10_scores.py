@@ -39,11 +39,11 @@ question_form = None   # full | short
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import notebook_profile, shown_path
+from lib.config import ROOT, notebook_profile, shown_path
 from lib.evaluation import power, scores
-from lib.io import write_json
+from lib.io import write_json, write_text
 from lib.report import loop as loop_report
-from lib.report import plots
+from lib.report import plots, statistics_doc
 from lib.report.display import design_namer, fixed, headroom_words, source_words
 from lib.report.index_page import conditions_from, headline_table
 from lib.report.pages import open_page, reading, show, whole_table
@@ -224,7 +224,11 @@ by_length.to_csv(rdir / "by_length.csv", index=False)
 pw.to_csv(rdir / "power.csv", index=False)
 for k, df in per_condition.items():
     df.to_csv(rdir / f"conditions_{k}.csv", index=False)
-scores.comparisons(conditions).to_csv(rdir / "comparisons.csv", index=False)
+comparisons = scores.comparisons(conditions)
+comparisons.to_csv(rdir / "comparisons.csv", index=False)
+if cfg.shipped:  # docs/statistics.md: its counts (tests in the family, the smallest p) from these tests
+    write_text(ROOT / statistics_doc.DOC, statistics_doc.statistics_doc(comparisons, cfg.bootstrap_resamples,
+                                                                        cfg.bootstrap_seed))
 write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.question_form,
                                     "questions_reviewed": len(qs), "questions_scored": len(common),
                                     "headroom": head, "designs": summary.to_dict(orient="records"),

@@ -1,76 +1,94 @@
-"""The why analysis in words (lib/report/why.py): every sentence generated from computed tables, checked
-on hand-made numbers and on tiny records."""
-import math
+"""The why analysis in words (lib/report/why.py) and its chart: every sentence generated from page 12's
+computed tables, checked on hand-made trees and paths."""
+import re
 
 import pandas as pd
 
 from lib.designs import Question, Result
-from lib.evaluation import attribution as at
-from lib.evaluation import loss
+from lib.evaluation import judges, why_paths
 from lib.report import why
 
-
-def table():
-    # the agent: the AND of stop, queries and merge (a third each); the question-first loop: a wrong citation
-    rows = [at.summary(pd.DataFrame([at.attribute(at.Case("agent", "s", ["s", "a", "b"],
-                                                          [["s", "a", "b"], ["a", "b", "s"]], 1, qid="q"))]),
-                       "full questions", "agent"),
-            at.summary(pd.DataFrame([at.attribute(at.Case("loop_question_first", "s", ["s", "a"], [["s", "a"]], 1,
-                                                          citations=["c"], qid="q"))]), "full questions",
-                       "loop_question_first")]
-    return pd.concat(rows, ignore_index=True)
+MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 
-def test_why_line_names_each_share_from_the_attribution():
-    t = table()
-    line = why.why_line(t, "full questions", "agent")
-    assert line.startswith("Why the agent loses here (MRR@10 −0.500 against dense, page 12): of the loss, ")
-    for f in ("the stop judgement 0.167 (33%)", "the new queries 0.167 (33%)", "the merge (RRF) 0.167 (33%)"):
-        assert f in line
-    loop = why.why_line(t, "full questions", "loop_question_first")
-    assert "citations put first 0.500 (100%)" in loop and loop.index("citations") < loop.index("stop judgement")
-    assert why.why_clause(t, "full questions", "agent") == ". " + line
-    assert why.why_line(t, "short questions", "agent") == "" and why.why_clause(pd.DataFrame(), "x") == ""
-    gain = t.assign(loss=-0.1)
-    assert why.why_line(gain, "full questions", "agent") == ""  # no loss, nothing to take apart
+def listed(rank, tag):
+    ids = [f"{tag}{i}" for i in range(50)]
+    if rank:
+        ids[rank - 1] = "s"
+    return ids
 
 
-def test_attribution_reading_and_the_saved_table_round_trip(tmp_path):
-    t = table()
-    t.to_csv(tmp_path / why.ATTRIBUTION_CSV, index=False)
-    back = why.attribution_table(tmp_path)
-    text = why.attribution_reading(back, "full questions", "agent")
-    assert text.startswith("In full questions, the agent's MRR@10 is 0.500 against dense's 1.000 (−0.500; 1 of 1")
-    assert "each factor would recover: " in text and "the merge (RRF) alone +0.500" in text
-    assert why.attribution_table(tmp_path / "none").empty and why.attribution_reading(back, "x", "agent") == ""
+def tree(qid, ranks, decisions, path):
+    """A saved decision tree: the chain's lists with the source at these ranks."""
+    return Result(qid, "agent_tree", 1, [], path, [], 0.0,
+                  details={"chain_lists": [listed(r, f"{qid}{i}") for i, r in enumerate(ranks)],
+                           "decisions": [{"searches": i + 1, "decision": d, "forced": d == "stop"}
+                                         for i, d in enumerate(decisions)], "path_searches": path})
 
 
-def test_break_even_line_says_the_ceiling_or_the_accuracy_needed():
-    m = "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    t = pd.DataFrame([{"condition": "c", "design": "agent", "axis": "stop judge accuracy", "break_even": math.nan,
-                       "ceiling": -0.0001, f"{m}_p_stop": 0.68, f"{m}_p_search": 0.37, f"{m}_mrr_at_10_as_run": -0.046},
-                      {"condition": "c", "design": "agent", "axis": "share of better queries", "break_even": 0.92,
-                       "ceiling": 0.01, f"{m}_accuracy": 0.57}])
-    line = why.break_even_line(t, "c")
-    assert line.startswith("In c, no stop judge lets the agent beat dense with its queries (a perfect one: ±0.000 MRR@10)")
-    assert "it would take 92% of its new queries" in line
-    assert "Qwen2.5-Coder 1.5B stops on 68% of the decisions with the source shown and searches on in 37%" in line
-    assert "57% of its queries better (−0.046 as run)" in line
-    t.loc[0, "break_even"], t.loc[0, "ceiling"] = 0.93, 0.003
-    assert "with a stop judge right 93% of the time both ways (a perfect one: +0.003)" in why.break_even_line(t, "c")
-    assert why.break_even_line(t, "other") == "" and why.break_even_line(pd.DataFrame(), "c") == ""
+def tables():
+    qs = [Question(f"q{i}", "t", "s") for i in range(4)]
+    dense = {f"q{i}": listed(1, f"d{i}") for i in range(4)}
+    trees = [tree("q0", [1, 1, 1], ["stop", "stop"], 1), tree("q1", [1, 4, None], ["search", "stop"], 2),
+             tree("q2", [1, 2, 2], ["stop", "search"], 1), tree("q3", [1, 1, 3], ["stop", "stop"], 1)]
+    chains = judges.condition_chains(trees, qs, dense)
+    j = pd.DataFrame(judges.judge_rows(chains, "full questions", MODEL, n_resamples=200))
+    g = pd.DataFrame(judges.grid_rows(chains, "full questions", MODEL))
+    q = judges.query_quality(trees, qs, "full questions", MODEL)
+    pr = pd.DataFrame([{"qid": "q1", "run": 1, "decision": "searched again", "shown": "at rank 1", "query": "worse",
+                        "final": "below dense", "path": "x", "mrr_at_10_points": -0.1875, "recall_at_5_points": 0.0},
+                       {"qid": "q0", "run": 1, "decision": "stopped", "shown": "", "query": "", "final": "same as dense",
+                        "path": "y", "mrr_at_10_points": 0.0, "recall_at_5_points": 0.0}])
+    p = why_paths.summary(pr, "full questions", "agent", MODEL)
+    return p, j, g, q
 
 
-def test_account_reading_of_the_agent():
-    qs = [Question("q1", "Q1", "s")]
-    lists = {"Q1": ["s", "a"], "w": ["a", "s"]}
-    res = [Result("q1", "agent", 1, ["a", "s"], 2, ["Q1", "w"], 0.0, stop_reason="stop")]
-    out = loss.analyse("full questions", "agent", res, qs, lists.__getitem__, n_resamples=100,
-                       article={"stopped_after_one": 0.59, "used_all": 0.26})
-    text = why.account_reading("full questions", "agent", out.accounts["mrr_at_10"])
-    assert "the agent's 1 new queries, each searched alone, ranked the source worse than the question in 100%" in text
-    assert "used all 3 on 0% (the article's agent: 59% and 26%)" in text
-    assert "Of the 2 decisions it made with the source among the shown titles, 1 searched again" in text
+def numbers(text):
+    return re.findall(r"[−+±]?\d+\.\d+|\d+%", text)
+
+
+def test_judges_sentence_places_the_model_and_says_the_ceiling():
+    _, j, _, _ = tables()
+    text = why.judges_sentence(j, "full questions", MODEL)
+    # shown at every state: 6 of its 8 decisions with the source shown were stops; none without it
+    assert "Qwen2.5-Coder 1.5B had a stop accuracy of 75% and a search accuracy of n/a" in text
+    row = j[(j.point == "model") & (j.metric == "mrr_at_10")].iloc[0]
+    assert why._signed(row.actual) in text and why._signed(row.predicted) in text
+    assert "no judge can be shown to beat dense with this model's queries" in text
+    assert why.judges_sentence(j, "other", MODEL) == "" and why.judges_sentence(pd.DataFrame(), "x", MODEL) == ""
+
+
+def test_paths_sentence_adds_up_and_names_the_decision():
+    p, _, _, _ = tables()
+    text = why.paths_sentence(p, "full questions", "agent")
+    assert text.startswith("The agent's MRR@10 difference from dense, −0.188, is −0.188 from searching again after "
+                           "the source was already among the titles shown (1 results; 100% of the points lost)")
+    assert "the new query had ranked the source worse −0.188" in text
+    assert why.paths_sentence(p, "full questions", "multiquery") == ""
+
+
+def test_quality_counts_ties_apart():
+    _, _, _, q = tables()
+    text = why.quality_sentence(q, "full questions", MODEL)
+    # against the fused list so far (the source at 1 in each): q0 same, same; q1 worse (4), then lost; q2 worse (2),
+    # worse (2 against 1); q3 same, worse (3)
+    assert "Of Qwen2.5-Coder 1.5B's 8 queries in the trees, 0 ranked the source strictly higher" in text
+    assert "3 the same (a tie is not a gain), 4 lower and 1 lost it" in text
+
+
+def test_the_finding_holds_at_most_five_sentences_and_no_shapley():
+    p, j, _, _ = tables()
+    text = why.finding(p, j, "full questions")
+    assert 1 <= len(re.findall(r"[.!?](?:\s|$)", text)) <= 5 and "Shapley" not in text and "%" in text
+
+
+def test_the_chart_draws_from_the_computed_tables(tmp_path):
+    from lib.report import why_plots
+
+    _, j, g, _ = tables()
+    why_plots.judges_chart(g, j, tmp_path / "judges.png")
+    why_plots.judges_chart(pd.DataFrame(), pd.DataFrame(columns=judges.JUDGE_COLUMNS), tmp_path / "none.png")
+    assert (tmp_path / "judges.png").stat().st_size > 0 and (tmp_path / "none.png").stat().st_size > 0
 
 
 def test_two_part_reading_step_by_step():
@@ -81,26 +99,6 @@ def test_two_part_reading_step_by_step():
                     "second paper shown by a search but never read in 1 (50%). 1 of the 2 loops made no search of their own.")
 
 
-def test_the_charts_draw_from_the_computed_tables(tmp_path):
-    from lib.evaluation import breakeven as be
-    from lib.report import why_plots
-
-    cases = [at.Case("agent", "s", ["s", "a", "b"], [["s", "a", "b"], ["a", "b", "s"]], 1, qid="q1")]
-    curve, _ = be.query_curve(cases, grid=[0.0, 1.0])
-    point = {**be.stop_point(cases, 3, accuracy={"p_stop": 0.5, "p_search": 0.5}), "mrr_at_10_as_run": -0.5}
-    item = be.BreakEven("c", be.stop_curve(cases, 3, grid=[0.0, 1.0]), {"m": point}, {"agent": curve},
-                        {"agent": {"m": {"share_better": 0.0, "mrr_at_10": -0.5}}})
-    assert item.stop_break_even() == 1.0 and item.stop_ceiling() == 0.0
-    why_plots.break_even_chart([item], tmp_path / "be.png")
-    why_plots.shares_chart(table(), tmp_path / "shares.png")
-    assert (tmp_path / "be.png").stat().st_size > 0 and (tmp_path / "shares.png").stat().st_size > 0
-    summary = be.summary_table([item])
-    assert summary.axis.tolist() == ["stop judge accuracy", "share of better queries"]
-
-
-def test_a_conditions_finding_names_the_parts_that_carry_the_loss():
-    text = why.condition_finding(table(), pd.DataFrame(), "full questions", ["agent", "loop_question_first", "multiquery"])
-    assert text.startswith("- **full questions.** The agent is −0.500 MRR@10 against dense: the stop judgement 33%, "
-                           "the new queries 33%, the merge (RRF) 33% of the loss.")
-    assert "The question-first loop is −0.500 MRR@10 against dense: citations put first 100% of the loss (the rest " \
-           "under 5% each)." in text and "Multi-query" not in text
+def test_one_definition_of_each_accuracy():
+    assert set(why.ACCURACY_WORDS) == {"p_stop", "p_search"}
+    assert all(name in {"stop accuracy", "search accuracy"} for name, _ in why.ACCURACY_WORDS.values())

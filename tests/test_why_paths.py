@@ -120,3 +120,31 @@ def test_measured_accuracy_and_the_prediction_at_it():
     assert model.ceiling == pytest.approx((0 + 0 + 1 + 1) / 4)
     oracle = rows[(rows.point == "oracle judge") & (rows.metric == "mrr_at_10")].iloc[0]
     assert oracle.predicted == pytest.approx((0 + 0 + 1 + 1) / 4)  # here the oracle stop picks the best leaf
+
+
+def test_docs_statistics_is_generated_from_the_saved_comparisons():
+    """docs/statistics.md's counts are the saved tests' (never typed): the family is the comparisons' rows."""
+    from lib.config import ROOT
+    from lib.report.statistics_doc import DOC, statistics_doc
+
+    comparisons = pd.read_csv(ROOT / "results" / "comparisons.csv")
+    assert (ROOT / DOC).read_text(encoding="utf-8") == statistics_doc(comparisons)
+    assert f"{len(comparisons)} tests" in statistics_doc(comparisons)
+
+
+def test_why_paths_add_up_to_the_saved_comparisons():
+    """Each (condition, design, profile model)'s points in results/why_paths.csv sum to its difference from
+    dense in results/comparisons.csv (to 1e-9)."""
+    from lib.config import ROOT, load_profile
+
+    paths = pd.read_csv(ROOT / "results" / "why_paths.csv", keep_default_na=False, na_values=[""])
+    comparisons = pd.read_csv(ROOT / "results" / "comparisons.csv")
+    own = load_profile("offline").llm_model
+    sums = paths[paths.model == own].groupby(["condition", "design"])[["mrr_at_10_points", "recall_at_5_points"]].sum()
+    assert len(sums) >= 2
+    for (condition, design), row in sums.iterrows():
+        for metric in ("mrr_at_10", "recall_at_5"):
+            want = comparisons[(comparisons.condition == condition) & (comparisons.design == design)
+                               & (comparisons.metric == metric)].delta
+            assert len(want) == 1, (condition, design, metric)
+            assert row[f"{metric}_points"] == pytest.approx(float(want.iloc[0]), abs=1e-9), (condition, design, metric)

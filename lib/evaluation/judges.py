@@ -110,10 +110,9 @@ def judge_rows(chains: Sequence[Chain], condition: str, model: str, n_resamples:
         ceil = _range(best, base, n_resamples, seed)
         for point, at in POINTS.items():
             ps, pq = (acc["p_stop"], acc["p_search"]) if at is None else at
-            if np.isnan(ps) or np.isnan(pq):
-                ps = 1.0 if np.isnan(ps) else ps
-                pq = 0.0 if np.isnan(pq) else pq
-            pred = _range(np.array([expected(c, ps, pq, metric) for c in chains]), base, n_resamples, seed)
+            # an accuracy with no decision to measure it on acts on no state: any value predicts the same
+            pred = _range(np.array([expected(c, 1.0 if np.isnan(ps) else ps, 0.0 if np.isnan(pq) else pq, metric)
+                                    for c in chains]), base, n_resamples, seed)
             rows.append({"condition": condition, "design": design, "model": model, "point": point, "p_stop": ps,
                          "p_search": pq, "decisions_shown": acc["decisions_shown"],
                          "decisions_not_shown": acc["decisions_not_shown"], "questions": len(chains), "metric": metric,

@@ -18,9 +18,9 @@ design's own saved queries can be searched again:
 :func:`account` puts the parts side by side (numbers only: the sentences are written in
 ``lib.report.why``). :func:`condition_loss` and :func:`conditions_loss` read a profile's saved complete
 runs (through ``lib.pipeline``; :func:`condition_records`, the re-searched lists cached on disk) and
-return every table. Which part *causes* the loss is measured by ``lib.evaluation.attribution`` (a
-Shapley split over counterfactuals); the residual split below cannot blame the queries where the
-question is one of the searches, so it is kept as a table, not as the answer.
+return every table. Where each difference comes from, decision by decision, is
+``lib.evaluation.why_paths``'s; the residual split below cannot blame the queries where the question is
+one of the searches, so it is kept as a table, not as the answer.
 
 The parts of the loss (MRR@10 or recall@5, means over questions, runs averaged first):
 ``loss = dense - fused = (best single - fused) + (dense - best single)``: the merge's part and the
@@ -478,7 +478,7 @@ def search_cache_key(profile, collection_digest: str, depth: int = DEPTH) -> str
 
 
 def cache_dir() -> Path:
-    """Where the attribution and break-even tables are kept between renders (ignored by git; the re-searched
+    """Where page 12's computed tables are kept between renders (ignored by git; the re-searched
     lists they come from are kept in the profile's ``why`` cache: :func:`cached_search`)."""
     from ..config import ROOT
 

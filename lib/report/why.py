@@ -1,11 +1,8 @@
-"""The why analysis in words: sentences generated from the numbers and named findings of
-``lib.evaluation.attribution`` (the Shapley split of each design's loss), ``lib.evaluation.breakeven``
-(what a judge or query writer would need) and ``lib.evaluation.loss`` (the old account, the two-part loop).
-Nothing here computes a measure; every number comes from those modules or the saved tables they write.
-
-For the index: :func:`why_clause` (per condition and design, the attribution in one clause, from the
-saved ``results/attribution.csv``: :func:`attribution_table`) and :func:`break_even_line` (from
-``results/break_even.csv``: :func:`break_even_table`)."""
+"""The why analysis in words: sentences generated from page 12's saved tables (``results/why_paths.csv``:
+where each design's difference from dense comes from, decision by decision; ``results/judges.csv``: stop
+judges over the agent's real decision trees; ``results/query_quality.csv``: the trees' queries). Nothing
+here computes a measure; every number comes from :mod:`lib.evaluation.why_paths`, :mod:`lib.evaluation.judges`
+and :mod:`lib.evaluation.loss`. The two accuracies are defined once, here (:data:`ACCURACY_WORDS`)."""
 from __future__ import annotations
 
 import math
@@ -15,22 +12,27 @@ from typing import Callable
 import pandas as pd
 
 from .display import fixed
+from .model_size import model_label
 
-ATTRIBUTION_CSV = "attribution.csv"   # page 12's attribution per condition, design and measure
-BREAK_EVEN_CSV = "break_even.csv"     # page 12's break-even per condition and curve
-FACTOR_WORDS = {"stop": "the stop judgement", "queries": "the new queries", "merge": "the merge (RRF)",
-                "citations": "citations put first", "start": "not searching the question"}
+FILES = {"paths": "why_paths.csv", "judges": "judges.csv", "grid": "judges_grid.csv", "quality": "query_quality.csv"}
 DESIGN_WORDS = {"agent": "the agent", "multiquery": "multi-query", "loop": "the loop",
                 "loop_question_first": "the question-first loop"}
 METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+# the one definition of each accuracy, used by every page and caption
+ACCURACY_WORDS = {
+    "p_stop": ("stop accuracy", "of the decisions a model made with the source among the titles it had been shown "
+                                "(the top 5 of every search so far), the share at which it stopped"),
+    "p_search": ("search accuracy", "of the decisions it made with the source not among them, the share at which "
+                                    "it searched again"),
+}
 STEP_WORDS = {"both cited": "both papers cited", "read, not cited": "the second paper read but not cited",
               "shown, not read": "the second paper shown by a search but never read",
               "in its list, never shown": "the second paper in its searches' lists but never among the titles shown",
               "never found": "the second paper in none of its searches' results"}
+ZERO = 1e-12
 
 
 def _name(design: str, names: Callable[[str], str] | None = None) -> str:
-    """The design's words: the sentence's own ("the agent") where it has them, else the report's label."""
     return DESIGN_WORDS.get(design) or (names(design) if names else design)
 
 
@@ -38,132 +40,138 @@ def _pct(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}".replace("-", "−")
 
 
-def _present(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
-
-
-def attribution_table(results_dir: Path) -> pd.DataFrame:
-    """The saved attribution (written by page 12); empty when none."""
-    path = Path(results_dir) / ATTRIBUTION_CSV
-    return pd.read_csv(path) if path.exists() else pd.DataFrame()
-
-
-def break_even_table(results_dir: Path) -> pd.DataFrame:
-    """The saved break-even summary (written by page 12); empty when none."""
-    path = Path(results_dir) / BREAK_EVEN_CSV
-    return pd.read_csv(path) if path.exists() else pd.DataFrame()
-
-
-def _row(table: pd.DataFrame, condition: str, design: str, metric: str):
-    if table.empty:
-        return None
-    rows = table[(table.condition == condition) & (table.design == design) & (table.metric == metric)]
-    return rows.iloc[0] if len(rows) else None
-
-
-def shares_words(row, factors=("stop", "queries", "merge", "citations", "start")) -> str:
-    """Each factor's share of the loss, largest first: "the new queries 0.017 (37%), ..."."""
-    parts = [(f, row[f]) for f in factors if f in row and _present(row[f]) and (f != "start" or abs(row[f]) > 1e-9)]
-    parts.sort(key=lambda p: -p[1])
-    return ", ".join(f"{FACTOR_WORDS[f]} {s:.3f} ({_pct(s / row['loss'])})" for f, s in parts)
-
-
-def why_line(table: pd.DataFrame, condition: str, design: str, names: Callable[[str], str] | None = None,
-             metric: str = "mrr_at_10") -> str:
-    """One sentence: how far a design is below dense in a condition and each factor's Shapley share of that
-    loss, largest first; empty when not analysed or when it is not below dense."""
-    r = _row(table, condition, design, metric)
-    if r is None or not round(float(r["loss"]), 3) > 0:
-        return ""
-    return (f"Why {_name(design, names)} loses here ({METRIC_WORDS[metric]} {fixed(-r['loss'], sign=True)} against dense, page 12): "
-            f"of the loss, {shares_words(r)}, by a Shapley split over counterfactuals")
-
-
-def why_clause(table: pd.DataFrame, condition: str, design: str = "agent",
-               names: Callable[[str], str] | None = None) -> str:
-    """:func:`why_line` as the index's per-condition line appends it (after ". "); empty when there is none."""
-    line = why_line(table, condition, design, names)
-    return f". {line}" if line else ""
-
-
-def attribution_reading(table: pd.DataFrame, condition: str, design: str, names: Callable[[str], str] | None = None) -> str:
-    """A paragraph for one condition and design: the loss in MRR@10 and recall@5, each factor's share, and what
-    making one factor alone neutral would recover."""
-    name = _name(design, names)
-    m, rc = _row(table, condition, design, "mrr_at_10"), _row(table, condition, design, "recall_at_5")
-    if m is None:
-        return ""
-    head = (f"In {condition}, {name}'s MRR@10 is {m['run']:.3f} against dense's {m['dense']:.3f} "
-            f"({fixed(-m['loss'], sign=True)}; {int(m['below'])} of {int(m['results'])} question-runs below dense"
-            + (f"; recall@5 {fixed(-rc['loss'], sign=True)}" if rc is not None else "") + ").")
-    if not round(float(m["loss"]), 3) > 0:
-        return head + " There is no loss to take apart."
-    fixes = [(f, m[f"fix_{f}"]) for f in ("stop", "queries", "merge", "citations") if _present(m.get(f"fix_{f}"))]
-    fix = "; ".join(f"{FACTOR_WORDS[f]} alone {fixed(v, sign=True)}" for f, v in sorted(fixes, key=lambda p: -p[1]))
-    return (head + f" Of the MRR@10 loss: {shares_words(m)}. Made neutral one at a time (the others as run), each "
-            f"factor would recover: {fix}.")
-
-
-def recount_reading(agent: dict | None, loop: dict | None, condition: str) -> str:
-    """The recount from the saved lists alone: where the agent's and the question-first loop's losses lie."""
-    parts = []
-    if agent:
-        parts.append(f"In {condition}, the agent ranks the source below dense in {agent['below']} of its "
-                     f"{agent['results']} question-runs; in {agent['shown_and_searched_again']} of them the source was "
-                     f"already in the first search's top 5 and the model searched again, and those carry "
-                     f"{agent['points_shown_and_searched_again']:.2f} of the {agent['points_lost']:.2f} MRR@10 points lost.")
-    if loop:
-        parts.append(f"The question-first loop made only the code's search in {loop['only_code_search']} of its "
-                     f"{loop['results']} loops; {loop['below_wrong_citation_first']} of its {loop['questions_below']} "
-                     f"questions below dense have a wrong citation at rank 1 ({loop['points_wrong_citation_first']:.2f} of "
-                     f"{loop['points_lost']:.2f} points), {loop['below_wrong_citation_first_only_code']} of them in loops "
-                     f"that made only the code's search ({loop['points_wrong_citation_first_only_code']:.2f} points).")
-    return " ".join(parts)
-
-
-def _model_label(model: str) -> str:
-    from .model_size import model_label
-
-    return model_label(model)
-
-
 def _signed(x: float) -> str:
     """A difference to three places, never "-0.000"."""
     return fixed(x, sign=True) if round(x, 3) != 0 else "±0.000"
 
 
-def break_even_line(table: pd.DataFrame, condition: str, metric: str = "mrr_at_10") -> str:
-    """The break-even of a condition in words: the stop-judge accuracy and the share of better queries the
-    agent would need to match dense in ``metric`` (or that none would do: the ceiling), then where today's
-    models stand (measured from their saved decisions and queries)."""
-    if table.empty:
+def _ranged(d: float, lo: float, hi: float) -> str:
+    return f"{_signed(d)} [{_signed(lo)}, {_signed(hi)}]"
+
+
+def table(results_dir: Path, name: str) -> pd.DataFrame:
+    """One of page 12's saved tables (``name``: a key of :data:`FILES`); empty when none was written."""
+    path = Path(results_dir) / FILES[name]
+    return pd.read_csv(path, keep_default_na=False, na_values=[""]) if path.exists() else pd.DataFrame()
+
+
+def profile_model(paths: pd.DataFrame, condition: str, model: str | None = None) -> str | None:
+    """The model a sentence is about: ``model``, else the one with the most results in the condition."""
+    if model is not None or paths.empty:
+        return model
+    g = paths[paths.condition == condition]
+    return None if g.empty else g.groupby("model").results.sum().idxmax()
+
+
+def paths_sentence(paths: pd.DataFrame, condition: str, design: str, model: str | None = None,
+                   metric: str = "mrr_at_10", names: Callable[[str], str] | None = None, short: bool = False) -> str:
+    """One sentence: where a design's difference from dense comes from, by decision (the agent) or by what
+    its rewrites did (multi-query); empty when the design has no paths there."""
+    model = profile_model(paths, condition, model)
+    g = paths[(paths.condition == condition) & (paths.design == design) & (paths.model == model)] if not paths.empty else paths
+    if g.empty:
         return ""
-    sub = table[table.condition == condition]
-    judge = sub[(sub.design == "agent") & (sub.axis == "stop judge accuracy")]
-    query = sub[(sub.design == "agent") & (sub.axis == "share of better queries")]
-    if judge.empty:
+    col = f"{metric}_points"
+    total = float(g[col].sum())
+    name = _name(design, names)
+    head = f"{name[0].upper()}{name[1:]}'s {METRIC_WORDS[metric]} difference from dense, {_signed(total)},"
+    lost = float(g[col].clip(upper=0).sum())
+    if design == "multiquery":
+        worse = g[g["query"].isin(["none better, some worse", "better and worse"])]
+        share = float(worse[col].clip(upper=0).sum()) / lost if lost < -ZERO else float("nan")
+        return (f"{head} is {_signed(float(worse[col].sum()))} from the {int(worse.results.sum())} results in which a "
+                f"rewrite ranked the source lower than the question or lost it ({_pct(share)} of the points lost) and "
+                f"{_signed(total - float(worse[col].sum()))} from the rest.")
+    again = g[g.decision == "searched again"]
+    shown = again[again.shown.isin(["at rank 1", "at 2-5"])]
+    hidden = again[again.shown == "not shown"]
+    share = float(shown[col].clip(upper=0).sum()) / lost if lost < -ZERO else float("nan")
+    n_stop = int(g[g.decision == "stopped"].results.sum())
+    text = (f"{head} is {_signed(float(shown[col].sum()))} from searching again after the source was already among "
+            f"the titles shown ({int(shown.results.sum())} results; {_pct(share)} of the points lost), "
+            f"{_signed(float(hidden[col].sum()))} from searching again when it was not ({int(hidden.results.sum())} "
+            f"results) and {_signed(float(g[g.decision == 'stopped'][col].sum()))} from the {n_stop} that stopped")
+    if short:
+        return text + "."
+    lower = shown[shown.final == "below dense"]
+    by = lower.groupby("query")[col].sum()
+    parts = [f"{q} {_signed(float(by[q]))}" for q in ("worse", "lost", "same", "better") if q in by and abs(by[q]) > ZERO]
+    return text + (f"; where it ended below dense after such a search, the new query had ranked the source "
+                   f"{', '.join(parts)} against the list the decision was made on." if parts else ".")
+
+
+def _judge_row(judges: pd.DataFrame, condition: str, model: str, metric: str, point: str = "model"):
+    if judges.empty:
+        return None
+    g = judges[(judges.condition == condition) & (judges.model == model) & (judges.metric == metric)
+               & (judges.point == point)]
+    return None if g.empty else g.iloc[0]
+
+
+def ceiling_words(r) -> str:
+    """The best leaf per question against dense, and what it allows."""
+    best = _ranged(r.ceiling, r.ceiling_low, r.ceiling_high)
+    if r.ceiling_low > ZERO:
+        return f"a judge that always stopped at the best of its leaves would reach {best}, above dense"
+    return f"the best of its leaves per question reaches {best}: no judge can be shown to beat dense with this model's queries"
+
+
+def judges_sentence(judges: pd.DataFrame, condition: str, model: str | None, metric: str = "mrr_at_10",
+                    short: bool = False) -> str:
+    """What the decision tree says for one model in one condition: its two accuracies, the judge's prediction
+    at them beside the agent's actual difference, and the ceiling; empty without a tree."""
+    if model is None:
         return ""
-    j = judge.iloc[0]
-    q = query.iloc[0] if len(query) else None
-    if _present(j["break_even"]):
-        text = (f"In {condition}, the agent would match dense ({METRIC_WORDS[metric]}) with a stop judge right "
-                f"{_pct(j['break_even'])} of the time both ways (a perfect one: {_signed(j['ceiling'])})")
-    else:
-        text = (f"In {condition}, no stop judge lets the agent beat dense with its queries (a perfect one: "
-                f"{_signed(j['ceiling'])} {METRIC_WORDS[metric]})")
-    if q is not None:
-        text += (f"; with its stops as run, it would take {_pct(q['break_even'])} of its new queries ranking the source "
-                 f"better than the question" if _present(q["break_even"]) else
-                 "; with its stops as run, no share of better queries would do")
-    models = [c[:-len("_p_stop")] for c in sub.columns if c.endswith("_p_stop") and _present(j[c])]
-    today = []
-    for mo in models:
-        words = (f"{_model_label(mo)} stops on {_pct(j[f'{mo}_p_stop'])} of the decisions with the source shown and "
-                 f"searches on in {_pct(j[f'{mo}_p_search'])} of those without it")
-        if q is not None and _present(q.get(f"{mo}_accuracy")):
-            words += f", {_pct(q[f'{mo}_accuracy'])} of its queries better"
-        today.append(words + f" ({_signed(j[f'{mo}_{metric}_as_run'])} as run)")
-    return text + "." + (f" Today: {'; '.join(today)}." if today else "")
+    r = _judge_row(judges, condition, model, metric)
+    if r is None:
+        return ""
+    who = model_label(model)
+    agrees = ("within the predicted range" if r.agrees in (True, "True") else
+              "outside the predicted range, so its errors are not those of a judge erring at random")
+    text = (f"In its decision trees ({int(r.questions)} questions), {who} had a stop accuracy of {_pct(r.p_stop)} and a "
+            f"search accuracy of {_pct(r.p_search)}; a judge erring at random at those accuracies predicts "
+            f"{_ranged(r.predicted, r.predicted_low, r.predicted_high)} {METRIC_WORDS[metric]} against dense, and the "
+            f"agent's run measured {_signed(r.actual)} ({agrees})")
+    if short:
+        return text + f"; {ceiling_words(r)}."
+    stop = _judge_row(judges, condition, model, metric, "always search")
+    more = (f" Searching on to the cap every time would give {_ranged(stop.predicted, stop.predicted_low, stop.predicted_high)}."
+            if stop is not None else "")
+    return text + f". Over the same leaves, {ceiling_words(r)}.{more}"
+
+
+def quality_sentence(quality: pd.DataFrame, condition: str, model: str | None) -> str:
+    """The trees' queries against the list the decision was made on, ties apart."""
+    if quality.empty or model is None:
+        return ""
+    g = quality[(quality.condition == condition) & (quality.model == model)]
+    if g.empty:
+        return ""
+    t = g[["queries", "better", "same", "worse", "lost"]].sum()
+    asked = g[g.asked == "where it stopped"][["queries", "better", "same", "worse", "lost"]].sum()
+    return (f"Of {model_label(model)}'s {int(t.queries)} queries in the trees, {int(t.better)} ranked the source strictly "
+            f"higher than the list the decision was made on, {int(t.same)} the same (a tie is not a gain), {int(t.worse)} "
+            f"lower and {int(t.lost)} lost it; of the {int(asked.queries)} it wrote where it had chosen to stop, "
+            f"{int(asked.better)} were better.")
+
+
+def finding(paths: pd.DataFrame, judges: pd.DataFrame, condition: str, model: str | None = None,
+            names: Callable[[str], str] | None = None) -> str:
+    """Page 12's finding for one condition: at most five sentences."""
+    model = profile_model(paths, condition, model)
+    parts = [paths_sentence(paths, condition, "agent", model, names=names, short=True),
+             judges_sentence(judges, condition, model, short=True),
+             paths_sentence(paths, condition, "multiquery", model, names=names, short=True)]
+    return " ".join(p for p in parts if p)
+
+
+def index_clause(paths: pd.DataFrame, judges: pd.DataFrame, condition: str,
+                 names: Callable[[str], str] | None = None) -> str:
+    """The index's per-condition words on why (one or two sentences, no trailing period)."""
+    model = profile_model(paths, condition)
+    parts = [paths_sentence(paths, condition, "agent", model, names=names, short=True),
+             judges_sentence(judges, condition, model, short=True)]
+    return " ".join(p for p in parts if p).rstrip(".")
 
 
 def two_part_reading(counts: pd.DataFrame, condition: str = "two-part questions") -> str:
@@ -175,56 +183,3 @@ def two_part_reading(counts: pd.DataFrame, condition: str = "two-part questions"
     own = int(counts.no_search_of_its_own.sum())
     return (f"In {condition}, over {n} loops of the question-first loop: " + "; ".join(parts) + f". {own} of the {n} "
             f"loops made no search of their own.")
-
-
-def account_reading(condition: str, design: str, acc: dict, names: Callable[[str], str] | None = None) -> str:
-    """What the old account measures, in words (``acc``: ``lib.evaluation.loss.account``'s numbers): how
-    the design's new queries, each searched alone, ranked the source against the question, and (the agent)
-    how it used its searches and its stop judgement, with the oracle stop's score. Which part caused the loss
-    is :func:`attribution_reading`'s."""
-    name = _name(design, names)
-    parts = []
-    if acc["queries"]:
-        parts.append(f"In {condition}, {name}'s {acc['queries']} new queries, each searched alone, ranked the source "
-                     f"worse than the question in {_pct(acc['worse_share'])}, better in {_pct(acc['better_share'])} and "
-                     f"the same in {_pct(acc['same_share'])} (both missing: {_pct(acc['both missing_share'])}).")
-    else:
-        parts.append(f"In {condition}, {name} wrote no new query.")
-    if "stopped_after_one" in acc:
-        parts.append(f"It stopped after one search on {_pct(acc['stopped_after_one'])} of its (question, run) pairs and "
-                     f"used all {acc['max_searches']} on {_pct(acc['used_all'])}"
-                     + (f" (the article's agent: {_pct(acc['article_stopped_after_one'])} and "
-                        f"{_pct(acc['article_used_all'])})" if "article_used_all" in acc else "") + ".")
-    if "decisions" in acc:
-        parts.append(f"Of the {acc['shown_decisions']} decisions it made with the source among the shown titles, "
-                     f"{acc['shown_searched_again']} searched again, and of the {acc['hidden_decisions']} made without "
-                     f"it, {acc['hidden_stopped']} stopped; stopping exactly when the source was shown gives "
-                     f"{acc['oracle_mean']:.3f} {METRIC_WORDS[acc['metric']]} against dense's {acc['question_mean']:.3f}.")
-    return " ".join(parts)
-
-
-def design_shares(attr: pd.DataFrame, condition: str, design: str, metric: str = "mrr_at_10",
-                  names: Callable[[str], str] | None = None, floor: float = 0.05) -> str:
-    """One sentence for one design in one condition: its loss against dense and the parts that carry at least
-    ``floor`` of it either way (largest first; a negative share is a gain); empty when it was not analysed."""
-    r = _row(attr, condition, design=design, metric=metric)
-    if r is None:
-        return ""
-    name = _name(design, names)
-    if not round(float(r["loss"]), 3) > 0:
-        return f"{name[0].upper()}{name[1:]} is not below dense ({METRIC_WORDS[metric]} {_signed(-r['loss'])})."
-    big = sorted(((f, r[f] / r["loss"]) for f in FACTOR_WORDS if f in r and _present(r[f])
-                  and (f != "start" or abs(r[f]) > 1e-9)), key=lambda p: -p[1])
-    named = [f"{FACTOR_WORDS[f]} {_pct(x)}" for f, x in big if abs(x) >= floor]
-    rest = [f for f, x in big if abs(x) < floor]
-    return (f"{name[0].upper()}{name[1:]} is {_signed(-r['loss'])} {METRIC_WORDS[metric]} against dense: "
-            f"{', '.join(named)} of the loss" + (f" (the rest under {_pct(floor)} each)" if rest else "") + ".")
-
-
-def condition_finding(attr: pd.DataFrame, be_table: pd.DataFrame, condition: str, designs, metric: str = "mrr_at_10",
-                      names: Callable[[str], str] | None = None, floor: float = 0.05) -> str:
-    """A condition's finding in a few lines of Markdown: :func:`design_shares` per design, then the break-even
-    line."""
-    parts = [t for t in (design_shares(attr, condition, d, metric, names, floor) for d in designs) if t]
-    line = break_even_line(be_table, condition, metric)
-    return f"- **{condition}.** " + " ".join(parts + ([line] if line else []))

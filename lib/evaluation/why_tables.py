@@ -1,0 +1,91 @@
+"""Page 12's tables over every condition and local model, from the saved records (no model call):
+the decision paths (:mod:`lib.evaluation.why_paths`), the judges over the agent's decision trees, their
+grid and the quality of the trees' queries (:mod:`lib.evaluation.judges`). Written beside the profile's
+results as ``why_paths.csv``, ``judges.csv``, ``judges_grid.csv`` and ``query_quality.csv``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import pandas as pd
+
+from ..config import load_profile
+from ..errors import DataError, ProfileError
+from ..llm.local_backend import LOCAL_MODELS
+from ..runs import read_results, run_files
+from . import judges, why_paths
+from .loss import SHOWN, ConditionRecords, condition_records
+
+TREE = "agent_tree"
+FILES = {"paths": "why_paths.csv", "judges": "judges.csv", "grid": "judges_grid.csv", "quality": "query_quality.csv"}
+
+
+@dataclass
+class WhyTables:
+    paths: pd.DataFrame
+    judges: pd.DataFrame
+    grid: pd.DataFrame
+    quality: pd.DataFrame
+    trees: dict = field(default_factory=dict)  # (condition, model) -> questions with a tree
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"paths": self.paths, "judges": self.judges, "grid": self.grid, "quality": self.quality}
+
+
+def model_records(records: ConditionRecords, designs: Sequence[str] = ("agent", "multiquery")) -> dict[str, ConditionRecords]:
+    """The profile model's records (``records``, as they are) and every other local model's saved records in
+    the same condition; a model with no saved run of ``designs`` and no tree, or whose profile or records
+    cannot be read, is left out."""
+    cp = records.profile
+    own = cp.settings["llm_model"]
+    out = {own: records}
+    for model in LOCAL_MODELS:
+        if model == own:
+            continue
+        try:
+            rec = condition_records(load_profile(cp.name, **{**cp.overrides, "llm_model": model}), designs)
+        except (DataError, ProfileError):
+            continue
+        if any(res for res, _ in rec.runs.values()) or tree_results(rec):
+            out[model] = rec
+    return out
+
+
+def tree_results(rec: ConditionRecords) -> list:
+    """The saved decision-tree results of a condition's model (its first run file; none when not run)."""
+    files = run_files(rec.profile.results_dir, TREE) if rec.profile is not None else []
+    return read_results(files[0]) if files else []
+
+
+def condition_tables(condition: str, records: ConditionRecords) -> WhyTables:
+    """One condition's tables over every local model with saved runs or trees."""
+    models = model_records(records)
+    dense = next((r.dense for r in models.values() if r.dense), None)
+    paths = why_paths.condition_paths(condition, models)
+    jrows, grows, quality, trees = [], [], [], {}
+    for model, rec in models.items():
+        tree = tree_results(rec)
+        if not tree or not dense:
+            continue
+        cap = rec.profile.agent_max_searches
+        chains = judges.condition_chains(tree, rec.questions, dense, rec.profile.rrf_k, cap, SHOWN)
+        if not chains:
+            continue
+        trees[(condition, model)] = len(chains)
+        jrows += judges.judge_rows(chains, condition, model, rec.profile.bootstrap_resamples, rec.profile.bootstrap_seed)
+        grows += judges.grid_rows(chains, condition, model)
+        quality.append(judges.query_quality(tree, rec.questions, condition, model, rec.profile.rrf_k))
+    return WhyTables(paths, pd.DataFrame(jrows, columns=judges.JUDGE_COLUMNS), pd.DataFrame(grows),
+                     pd.concat(quality, ignore_index=True) if quality else pd.DataFrame(columns=judges.QUALITY_COLUMNS),
+                     trees)
+
+
+def conditions_tables(records: dict[str, "ConditionRecords | str"]) -> WhyTables:
+    """:func:`condition_tables` over every condition read (``lib.evaluation.loss.conditions_records``)."""
+    parts = [condition_tables(c, rec) for c, rec in records.items() if not isinstance(rec, str)]
+    def cat(name, cols=None):
+        frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    trees = {k: v for p in parts for k, v in p.trees.items()}
+    return WhyTables(cat("paths", why_paths.COLUMNS), cat("judges", judges.JUDGE_COLUMNS), cat("grid"),
+                     cat("quality", judges.QUALITY_COLUMNS), trees)

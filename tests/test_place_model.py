@@ -1,0 +1,50 @@
+"""Placing a model on page 12's chart (scripts/place_model.py), with the project's local model's recorded
+calls: the decision tree is replayed from its record for the first questions, and the accuracies and the
+prediction printed are those of the saved tree for the same questions."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from lib.config import ROOT, load_profile
+from lib.evaluation import judges
+from lib.runs import read_results
+
+SCRIPT = ROOT / "scripts" / "place_model.py"
+SAVED_TREE = ROOT / "results" / "agent_tree" / "run1.jsonl"
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("place_model", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(not SAVED_TREE.exists(), reason="no saved decision tree in results/agent_tree")
+def test_place_a_recorded_model_on_the_chart(tmp_path):
+    pm = script()
+    profile = load_profile("offline", question_limit=3, llm_backend="replay", results_dir=str(tmp_path))
+    lines: list[str] = []
+    rows = pm.place(profile, out=lines.append)
+    model = rows[(rows.point == "model") & (rows.metric == "mrr_at_10")].iloc[0]
+    assert model.questions == 3
+    # the same accuracies as the saved tree's first three questions
+    saved = [r for r in read_results(SAVED_TREE)][:3]
+    dense = {r.qid: list(r.ranked_ids) for r in read_results(ROOT / "results" / "dense" / "run1.jsonl")}
+    from lib import pipeline
+
+    parts = pipeline.ProfileParts(profile, progress=False)
+    chains = judges.condition_chains(saved, pipeline.scored_questions(profile, parts.papers), dense)
+    acc = judges.accuracy(chains)
+    assert model.p_stop == pytest.approx(acc["p_stop"])
+    assert any("stop accuracy" in line and "predicts" in line for line in lines)
+    assert (Path(tmp_path) / "agent_tree" / "run1.jsonl").exists()
+
+
+def test_bad_input_is_one_line(capsys, monkeypatch):
+    pm = script()
+    assert pm.main(["0"]) == 2 and "N must be a whole number" in capsys.readouterr().err
+    assert pm.main(["3", "llm_backend"]) == 2 and "is not KEY=VALUE" in capsys.readouterr().err
+    assert pm.main(["3", "llm_backend=replay"]) == 2 and "llm_backend=openai" in capsys.readouterr().err
+    assert pm.main(["3", "no_such_setting=1"]) == 2 and "no_such_setting" in capsys.readouterr().err
