@@ -109,33 +109,35 @@ def test_queries_are_embedded_by_the_model_once_per_answer(minilm_embedder, tmp_
     assert sorted(emb.encoded) == sorted(["protein folding"] * 2 + [q] * 2)  # each design embeds each question
 
 
-def test_the_per_condition_answer_names_each_parts_share_from_the_attribution():
-    """The index's line per condition carries page 12's attribution (lib.report.why), not a residual split:
-    an AND of stop, queries and merge is split in thirds, and a loop's wrong citation is named alone."""
+def _paths(condition="full questions"):
+    """A why_paths table: one agent result that searched again after the source was shown at rank 1 and
+    ended below dense (the new query lost it), one that stopped."""
     import pandas as pd
 
-    from lib.evaluation import attribution as at
+    from lib.evaluation import why_paths as wp
+
+    pr = pd.DataFrame([{"qid": "q1", "run": 1, "decision": "searched again", "shown": "at rank 1", "query": "lost",
+                        "final": "below dense", "path": "x", "mrr_at_10_points": -0.5, "recall_at_5_points": -0.5},
+                       {"qid": "q2", "run": 1, "decision": "stopped", "shown": "", "query": "", "final": "same as dense",
+                        "path": "y", "mrr_at_10_points": 0.0, "recall_at_5_points": 0.0}])
+    return wp.summary(pr, condition, "agent", "qwen2.5-coder-1.5b-instruct-q4_k_m")
+
+
+def test_the_per_condition_answer_says_where_the_difference_comes_from_decision_by_decision():
+    """The index's line per condition carries page 12's decision paths (lib.report.why), no Shapley share."""
+    import pandas as pd
+
     from lib.report.index_html import condition_answer
 
-    acc = pd.concat([at.summary(pd.DataFrame([at.attribute(at.Case("agent", "s", ["s", "a", "b"],
-                                                                   [["s", "a", "b"], ["a", "b", "s"]], 1, qid="q"))]),
-                                "full questions", "agent")], ignore_index=True)
-    table = pd.DataFrame([{"condition": "full questions", "design": d, "questions": 1, "dense_misses_at_5": 0,
+    table = pd.DataFrame([{"condition": "full questions", "design": d, "questions": 2, "dense_misses_at_5": 0,
                            "recall_at_5_delta": x, "mrr_at_10_delta": x, "recall_at_5_low": x, "recall_at_5_high": x,
                            "mrr_at_10_low": x, "mrr_at_10_high": x, "llm_calls": 0.0, "latency_median_s": 0.1}
                           for d, x in (("dense", 0.0), ("agent", -0.5))])
-    text = condition_answer(table, accounts=acc)
-    assert "Why the agent loses here" in text and "the stop judgement 0.167 (33%)" in text
-    assert "the merge (RRF) 0.167 (33%)" in text and "the new queries 0.167 (33%)" in text
-    assert "accounts for all of it" not in text
-    # every design page 12 takes apart is named with its own shares: a loop's wrong citation alone
-    loop = at.summary(pd.DataFrame([at.attribute(at.Case("loop_question_first", "s", ["s", "a"], [["s", "a"]], 1,
-                                                         citations=["c"], qid="q"))]), "full questions",
-                      "loop_question_first")
-    both = condition_answer(table, accounts=pd.concat([acc, loop], ignore_index=True))
-    assert "The question-first loop is −0.500 MRR@10 against dense: citations put first 100% of the loss" in both
-    assert both.index("Why the agent loses") < both.index("The question-first loop is")
-    assert "Why the agent" not in condition_answer(table, accounts=pd.DataFrame())
+    text = condition_answer(table, accounts=_paths())
+    assert ("The agent&#x27;s MRR@10 difference from dense, −0.500, is −0.500 from searching again after the source "
+            "was already among the titles shown (1 results; 100% of the points lost)") in text
+    assert "Shapley" not in text and "share" not in text
+    assert "difference from dense" not in condition_answer(table, accounts=pd.DataFrame())
 
 
 def test_escalate_that_never_escalates_is_left_out_and_said_why():
@@ -175,13 +177,9 @@ def test_a_note_on_a_design_not_run_stands_apart_from_the_agents_explanation():
     table = pd.DataFrame([row("full questions", "dense"), row("full questions", "agent"),
                           row("full questions", "loop_question_first"), row("short questions", "dense"),
                           row("short questions", "agent")])
-    from lib.evaluation import attribution as at
-
-    acc = at.summary(pd.DataFrame([at.attribute(at.Case("agent", "s", ["s", "a", "b"],
-                                                        [["s", "a", "b"], ["a", "b", "s"]], 1, qid="q"))]),
-                     "short questions", "agent")
+    acc = _paths("short questions")
     short = condition_answer(table, accounts=acc).split("<li>")[2]
-    note, why = short.find(". Not run in this condition yet: loop_question_first"), short.find("Why the agent loses")
+    note, why = short.find(". Not run in this condition yet: loop_question_first"), short.find("difference from dense")
     assert -1 < note < why, short
     assert not short.rstrip("</li>.").endswith("loop_question_first)")
 

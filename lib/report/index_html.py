@@ -13,7 +13,7 @@ import pandas as pd
 
 from .article import article_cell, shows_article
 from .display import DASH, calls_a_model, design_namer, fixed, missing, number, seconds, with_range
-from .why import break_even_line, design_shares, why_clause
+from .why import index_clause
 
 from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, METRICS, _profile, _registry_order, _scored,
                             notebook_titles, scale_rows, verdict)
@@ -21,7 +21,6 @@ from .index_words import (ARTICLE_DESIGNS, DEV_SET, _not_scored_note, design_wor
                           worth_its_cost)
 
 # the LLM designs besides the agent whose loss page 12 splits, in the order the index names them
-OTHER_ANALYSED = ("multiquery", "loop_question_first", "loop")
 
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1300px;margin:1.2em auto;padding:0 1em;line-height:1.45}"
@@ -185,8 +184,9 @@ def without_idle_escalate(table: pd.DataFrame, profile) -> tuple[pd.DataFrame, s
 def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = None,
                      accounts: pd.DataFrame | None = None, breakeven: pd.DataFrame | None = None) -> str:
     """Per condition, in words: does any design beat dense, and by how much, and (where page 12 has
-    taken it apart) each part's share of the agent's loss and what judge it would need to break even
-    (the sentences of :mod:`lib.report.why`, from the saved attribution and break-even tables)."""
+    taken it apart) where the agent's difference comes from, decision by decision, and what a judge over
+    its own decision trees predicts (the sentences of :mod:`lib.report.why`, from page 12's saved
+    ``why_paths.csv`` as ``accounts`` and ``judges.csv`` as ``breakeven``)."""
     name = names or (lambda d: d)
     accounts = accounts if accounts is not None else pd.DataFrame()
     out = []
@@ -209,12 +209,8 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
         if absent:
             text += f". Not run in this condition yet: {html.escape(', '.join(absent))}"
         text += html.escape(worth_its_cost(g, name))
-        text += html.escape(why_clause(accounts, c, "agent", name))
-        even = break_even_line(breakeven, c) if breakeven is not None else ""
-        text += html.escape(f". {even.rstrip('.')}" if even else "")
-        # the other designs page 12 takes apart, one short sentence each (their shares of the loss)
-        others = [design_shares(accounts, c, d, names=name) for d in OTHER_ANALYSED]
-        text += html.escape("".join(f". {t.rstrip('.')}" for t in others if t))
+        why_words = index_clause(accounts, breakeven if breakeven is not None else pd.DataFrame(), c, name)
+        text += html.escape(f". {why_words}" if why_words else "")
         out.append(f"<li>{text}.</li>")
     return "<ul>" + "".join(out) + "</ul>"
 
