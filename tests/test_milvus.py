@@ -340,8 +340,7 @@ def test_the_worked_example_runs_end_to_end_on_the_embedded_engine():
     try:
         shutil.copytree(example / "llm_records", folder / "results" / "llm_records")  # replayed, as in test_study
         done = subprocess.run(["make", "--no-print-directory", "study", "DOCS=examples/beir-dev", f"NAME={name}",
-                               "SET=question_limit=5 chunk_documents=false llm_backend=replay retriever=milvus "
-                               "corpus_description=arxiv"],
+                               "SET=question_limit=5 chunk_documents=false llm_backend=replay retriever=milvus"],
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         results = folder / "results"
