@@ -236,3 +236,17 @@ def test_holm_by_hand():
     assert got[[0, 1, 2, 4]] == pytest.approx([0.04, 0.09, 0.09, 0.5]) and np.isnan(got[3])
     assert holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert len(holm([])) == 0
+
+
+def test_a_range_end_within_1e12_of_zero_is_zero():
+    """Floating-point noise of a mean (e.g. 9.3e-20 as the low end of a range) is no difference: it reads 0, so a
+    range whose low end is that noise does not lie above 0."""
+    from lib.evaluation.metrics import paired_bootstrap
+
+    # differences that cancel up to rounding: 0.1 + 0.2 - 0.3 is 5.6e-17, not 0
+    a = np.array([0.1, 0.2, 0.0, 0.7])
+    b = np.array([0.0, 0.0, 0.3, 0.7])
+    d, lo, hi = paired_bootstrap(a, b, 200, 1)
+    assert d == 0.0 and lo <= 0 <= hi
+    same = np.array([1 / 3] * 5)
+    assert paired_bootstrap(same + 1e-19, same, 200, 1) == (0.0, 0.0, 0.0)

@@ -133,11 +133,16 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000, seed
         raise ValueError("paired bootstrap needs the same questions on both sides")
     delta = float(np.mean(a - b))
     if np.all(a - b == a[0] - b[0]):  # no spread: the range is the point
-        return delta, delta, delta
+        return _zeroed(delta), _zeroed(delta), _zeroed(delta)
     res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x - y, axis=axis), paired=True,
                           n_resamples=n_resamples, confidence_level=confidence, method="percentile",
                           random_state=np.random.default_rng(seed), vectorized=True)
-    return delta, float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return _zeroed(delta), _zeroed(float(res.confidence_interval.low)), _zeroed(float(res.confidence_interval.high))
+
+
+def _zeroed(x: float) -> float:
+    """0 for a value within 1e-12 of zero (floating-point noise of a mean, e.g. 9.3e-20, is no difference)."""
+    return 0.0 if abs(x) < 1e-12 else x
 
 
 PERMUTATIONS = 10_000  # sign flips of the randomization test where no exact distribution is computable

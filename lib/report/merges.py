@@ -47,7 +47,9 @@ def merges_reading(findings: list[dict], choice: dict | None) -> str:
                    f"chose {RULE_WORDS.get(c['arm'], c['arm'])} (MRR@10 {c['mrr_at_10']:.3f}; RRF "
                    f"{choice['arms']['rrf']['mrr_at_10']:.3f}, dense {choice['dense']['mrr_at_10']:.3f}).")
     if choice and choice["choice"]["arm"] == "question_first":
-        out.append("With every list 50 deep, that rule returns dense's own list: the new queries' finds all rank below 50.")
+        out.append("With every list 50 deep, that rule returns dense's own top 10 for every question and run: the new "
+                   "queries' finds all rank below 50. On dev, the best use of the agent's extra searches was to ignore "
+                   "them.")
     for f in findings:
         rrf, best = f["rrf"], f["best"]
         bits = [f"In {f['condition']} ({f['questions']} questions), RRF puts the agent's MRR@10 "
