@@ -25,7 +25,7 @@ export OMP_WAIT_POLICY := $(or $(OMP_WAIT_POLICY),PASSIVE)
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation loop-selection
+.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation loop-selection place-model
 
 setup: $(VENV)/.setup-done
 
@@ -181,6 +181,15 @@ bench: export BENCH_ARGS := $(value ARGS)
 bench: export BENCH_SAVE := $(value SAVE)
 bench: setup
 	$(BIN)/python scripts/bench.py
+
+# place your own model on page 12's chart: the agent's decision tree for it on the first N questions, its stop and
+# search accuracy and the difference from dense a judge at them predicts (scripts/place_model.py), e.g.
+# make place-model N=40 SET="llm_backend=openai llm_model=my-model openai_base_url=http://localhost:8000/v1"
+place-model: export PLACE_N := $(value N)
+place-model: export PLACE_SET := $(value SET)
+place-model: export PLACE_PROFILE := $(value PROFILE)
+place-model: setup
+	@$(BIN)/python scripts/place_model.py
 
 # write the expected scores from the current saved results (after a deliberate change)
 expected: export RUN_PROFILE := $(value PROFILE)
