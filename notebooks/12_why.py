@@ -164,7 +164,10 @@ else:
 
 # %% [markdown]
 # ## 4. What was read
-# Per condition: the complete runs read, and the questions with a decision tree per model.
+# Per condition: the complete runs read, and the questions with a decision tree per model. Then how every
+# saved reply was decoded, per model, record kind and run: *token*, a token at a time; *fast*, the local
+# backend's fast path (docs/speed.md); the two paths can differ in a sampled reply, so a run's path is named
+# here (the agent's run 1 made every tree's path; the trees' own calls are `agent_tree` and `agent_tree_search`).
 
 # %%
 status = pd.DataFrame([{"condition": c, "design": d, "runs": len({r.run for r in rec.runs[d][0]}),
@@ -176,6 +179,9 @@ if not status.empty:
     display(safe_table(status).hide(axis="index"))
 if not trees.empty:
     display(safe_table(trees).hide(axis="index"))
+decoding = why_tables.decoding_table()
+if not decoding.empty:
+    display(safe_table(decoding.assign(model=decoding.model.map(model_label))).hide(axis="index"))
 unread = [f"{c}: {rec}" for c, rec in records.items() if isinstance(rec, str)]
 if unread:
     say("Not read: " + "; ".join(unread) + ".")

@@ -148,3 +148,15 @@ def test_why_paths_add_up_to_the_saved_comparisons():
                                & (comparisons.metric == metric)].delta
             assert len(want) == 1, (condition, design, metric)
             assert row[f"{metric}_points"] == pytest.approx(float(want.iloc[0]), abs=1e-9), (condition, design, metric)
+
+
+def test_every_saved_reply_names_its_decoding_path():
+    """The table page 12 prints: every record of the shipped record store has a decoding path, and the runs made
+    with the fast path are the ones docs/speed.md names (the short questions' runs 2 and 3) and the trees."""
+    from lib.evaluation.why_tables import decoding_table
+
+    t = decoding_table()
+    assert not t.empty and set(t.decoding) <= {"token", "fast"}
+    fast = t[t.decoding == "fast"]
+    assert set(fast.kind) <= {"agent", "rewrite", "agent_tree", "agent_tree_search"}
+    assert set(fast[fast.kind.isin(["agent", "rewrite"])].run) <= {2, 3}

@@ -11,7 +11,9 @@ import pandas as pd
 
 from ..config import load_profile
 from ..errors import DataError, ProfileError
+from ..io import read_jsonl
 from ..llm.local_backend import LOCAL_MODELS
+from ..llm.records import RECORDS_DIR, decoding_of
 from ..runs import read_results, run_files
 from . import judges, why_paths
 from .loss import SHOWN, ConditionRecords, condition_records
@@ -89,3 +91,18 @@ def conditions_tables(records: dict[str, "ConditionRecords | str"]) -> WhyTables
     trees = {k: v for p in parts for k, v in p.trees.items()}
     return WhyTables(cat("paths", why_paths.COLUMNS), cat("judges", judges.JUDGE_COLUMNS), cat("grid"),
                      cat("quality", judges.QUALITY_COLUMNS), trees)
+
+
+def decoding_table(records_dir=RECORDS_DIR) -> pd.DataFrame:
+    """How every saved reply was decoded, per model, record kind and run (``lib.llm.records.decoding_of``):
+    the table that says which saved run was made with which decoding path."""
+    rows = []
+    for folder in sorted(p for p in records_dir.iterdir() if p.is_dir()) if records_dir.exists() else []:
+        for f in sorted(folder.glob("*.jsonl")):
+            for rec in read_jsonl(f, torn_tail_ok=True):
+                rows.append({"model": folder.name.split("__", 1)[-1], "kind": rec.get("kind", f.stem),
+                             "run": rec.get("run"), "decoding": decoding_of(rec)})
+    if not rows:
+        return pd.DataFrame(columns=["model", "kind", "run", "decoding", "replies"])
+    df = pd.DataFrame(rows)
+    return df.groupby(["model", "kind", "run", "decoding"]).size().rename("replies").reset_index()
