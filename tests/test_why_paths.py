@@ -73,7 +73,6 @@ def test_points_add_up_to_the_difference_from_dense_over_runs():
 def test_multiquery_paths():
     lists = {"q": listed(2, "a"), "better": listed(1, "b"), "same": listed(2, "c"), "worse": listed(7, "d"),
              "lost": listed(None, "e")}
-    q = Question("q1", "q", "s")
     cases = {("better", "same", "same"): "a rewrite better, none worse", ("better", "lost", "same"): "better and worse",
              ("same", "worse", "same"): "none better, some worse", ("same", "same", "same"): "all the same"}
     for rewrites, word in cases.items():
