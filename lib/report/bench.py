@@ -177,16 +177,17 @@ def engine_at_scale(ids: Sequence[str], vectors: np.ndarray, queries: np.ndarray
                                     ef_search=hnsw_ef_search, progress=n > 100_000)
         index.search_vector(queries[0], k)  # the first search waits for the index
         build_s = time.perf_counter() - t
-        lat = latencies(lambda q: index.search_vector(q, k), queries)
+        found: list[list[str]] = []  # each query's list, kept from the timed searches (each query costs O(rows) here)
+        lat = latencies(lambda q: found.append([h.id for h in index.search_vector(q, k)]), queries)
         row = {"rows": n, "dim": d, "k": k, "build_s": build_s, "index_type": index_type, **lat,
-               "recall_at_10": recall_at([[h.id for h in index.search_vector(q, 10)] for q in queries], exact10)}
+               "recall_at_10": recall_at(found, exact10)}
         if index_type == "HNSW":
             row.update(m=hnsw_m, ef_search=hnsw_ef_search, ef_construction=hnsw_ef_construction, sweep={})
             for ef in ef_sweep:
                 index.ef_search = ef
-                swept = latencies(lambda q: index.search_vector(q, 10), queries)
-                row["sweep"][str(ef)] = {**swept, "recall_at_10": recall_at(
-                    [[h.id for h in index.search_vector(q, 10)] for q in queries], exact10)}
+                found = []
+                swept = latencies(lambda q: found.append([h.id for h in index.search_vector(q, 10)]), queries)
+                row["sweep"][str(ef)] = {**swept, "recall_at_10": recall_at(found, exact10)}
         row["summary"] = (f"{n:,} x {d}: build {build_s:.1f} s, query {lat['median_ms']:.1f} ms median / "
                           f"{lat['p95_ms']:.1f} ms p95 (top {k}), recall@10 {row['recall_at_10']:.3f}")
         steps[f"dense_scale_{label}_milvus-{index_type.lower()}"] = row
@@ -338,6 +339,44 @@ def children_cpu() -> float:
     """User + system CPU seconds of every child process this process has waited for so far."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def fresh_clone(dest: Path, commit: str = "HEAD") -> Path:
+    """A clone of the repository at ``commit`` in ``dest`` (its objects shared, its files checked out fresh),
+    with the repository's set-up .venv linked in: what a reader has after `git clone` and `make setup`."""
+    from ..paths import ROOT
+
+    sha = subprocess.run(["git", "rev-parse", commit], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(dest)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", sha], cwd=dest, check=True)
+    (dest / ".venv").symlink_to(ROOT / ".venv")
+    return dest
+
+
+def rerender_in_clone(commit: str = "HEAD", log: Callable[[str], None] = print) -> dict[str, dict]:
+    """`make report` twice in a fresh clone of ``commit`` (:func:`fresh_clone`; `-o setup`: the venv is set up
+    beforehand and not counted): ``report_rerender`` the first run, cold (the clone as checked out: notebooks
+    not yet synced, the project's modules not yet compiled, no cache built on use), ``report_rerender_warm``
+    the same command again. Each step says how it was measured and which files the run left different from
+    the commit (``changed``: none when a fresh render reproduces every committed file byte for byte)."""
+    import tempfile
+
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="rerender-") as tmp:
+        clone = fresh_clone(Path(tmp) / "clone", commit)
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True, capture_output=True,
+                             text=True).stdout.strip()
+        for key, when in (("report_rerender", "cold: the first make report of a fresh clone"),
+                          ("report_rerender_warm", "warm: the same make report run again in that clone")):
+            log(f"make report in a fresh clone of {sha} ({when.split(':')[0]})")
+            step = measure(["make", "-o", "setup", "report"], cwd=clone)
+            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.venv"],
+                                     cwd=clone, check=True, capture_output=True, text=True).stdout.splitlines()
+            step.update(commit=sha, changed=changed,
+                        how=f"{when} of commit {sha}, its .venv set up beforehand (make setup, not counted); CPU time "
+                            "of every process make report started (the kernel, papermill, the render), user + system")
+            out[key] = step
+    return out
 
 
 def measure(command: list[str], cwd: Path | None = None) -> dict:
