@@ -730,11 +730,10 @@ def main(argv: list[str]) -> None:
     # --- make report: re-render from saved results, then again with every cache warm
     # (scripts/bench_render.py: the CPU time of every process it started, user + system, beside the wall time;
     # CPU time, unlike wall time, does not grow when other jobs share the cores)
-    if "--report" in argv:
-        from lib.report.bench import measure
+    if "--report" in argv:  # in a fresh clone of the commit, cold then warm (lib/report/bench.py rerender_in_clone)
+        from lib.report.bench import rerender_in_clone
 
-        for label in ("report_rerender", "report_rerender_warm"):
-            out["steps"][label] = measure(["make", "report"], cwd=ROOT)
+        out["steps"].update(rerender_in_clone())
 
     print(json.dumps({k: v["summary"] for k, v in out["steps"].items()}, indent=1))
     dest = output_path(argv)

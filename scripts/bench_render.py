@@ -4,12 +4,18 @@ as a child process, measured as the user + system CPU time of every process it s
 the render alike) beside its wall time. CPU time, unlike wall time, does not grow when other jobs
 share the cores, so it is the figure held to the goal (2 minutes of CPU).
 
-Usage: python scripts/bench_render.py [--into PATH] [-- COMMAND ...]
+Usage: python scripts/bench_render.py [--clone] [--into PATH] [-- COMMAND ...]
 
 Prints the measurement as JSON; ``--into PATH`` also writes it into that benchmark file (a
 ``make bench`` output such as build/bench.json or results/bench.json) as the step
 ``report_rerender``, keeping every other step. ``COMMAND`` replaces `make report` (for example one
-page: ``-- make notebook NB=03``)."""
+page: ``-- make notebook NB=03``).
+
+``--clone``: the figure the report's speed table shows, as a reader who times `make report` on a fresh
+clone would get it: `make report` in a fresh clone of the commit (its .venv set up beforehand, not
+counted), first cold (``report_rerender``), then again warm (``report_rerender_warm``); each step also
+lists the files the run left different from the commit (none: the render reproduced every committed
+file byte for byte). Exits 1 when a run left any."""
 from __future__ import annotations
 
 import json
@@ -17,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from lib.report.bench import measure  # noqa: E402
+from lib.report.bench import measure, rerender_in_clone  # noqa: E402
 
 def main(argv: list[str]) -> int:
     command = ["make", "report"]
@@ -25,14 +31,17 @@ def main(argv: list[str]) -> int:
         at = argv.index("--")
         argv, command = argv[:at], argv[at + 1:]
     into = Path(argv[argv.index("--into") + 1]) if "--into" in argv else None
-    step = measure(command)
-    print(json.dumps(step, indent=1))
+    steps = rerender_in_clone() if "--clone" in argv else {"report_rerender": measure(command)}
+    print(json.dumps(steps, indent=1))
     if into is not None:
         bench = json.loads(into.read_text(encoding="utf-8")) if into.exists() else {"steps": {}}
-        bench.setdefault("steps", {})["report_rerender"] = step
+        bench.setdefault("steps", {}).update(steps)
         into.write_text(json.dumps(bench, indent=1) + "\n", encoding="utf-8")
-        print(f"written into {into} as the step report_rerender")
-    return 0
+        print(f"written into {into} as the step(s) {', '.join(steps)}")
+    changed = sorted({line for step in steps.values() for line in step.get("changed", [])})
+    if changed:
+        print("the render left files different from the commit:\n" + "\n".join(changed), file=sys.stderr)
+    return 1 if changed else 0
 
 
 if __name__ == "__main__":

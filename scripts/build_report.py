@@ -33,6 +33,7 @@ from lib.errors import DataError, ProfileError  # noqa: E402
 from lib.report.render import ReportError, read_executed, render, run_problem  # noqa: E402
 
 LISTS = ("--completed", "--failed")
+CHART_TABLE = "index_charts.csv"  # in the report folder's tables/: what the index's charts are drawn from
 
 
 def parse_args(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -115,6 +116,24 @@ def relink_folder(cfg, pages: list[Path] | None = None) -> None:
             print(f"warning: {shown_path(page)}: its links were not checked ({exc})", file=sys.stderr)
 
 
+def draw_index_charts(conditions, cfg, folder: Path) -> dict[str, Path]:
+    """The index's three charts of ``conditions`` (the condition table, escalate left out where it never
+    escalates) drawn into ``folder`` under the names the profile's figures have: headline, frontier,
+    conditions -> the PNG drawn."""
+    from lib.report import plots
+    from lib.report.article import article_figures, shows_article
+    from lib.report.display import design_namer
+
+    names = design_namer(cfg)
+    charts = {"headline": (plots.headline_chart, {"article": article_figures() if shows_article(cfg) else None}),
+              "frontier": (plots.frontier_chart, {}), "conditions": (plots.conditions_chart, {})}
+    out = {}
+    for key, (chart, kwargs) in charts.items():
+        out[key] = folder / f"{cfg.name}_{key}.png"
+        chart(conditions, out[key], names=names, **kwargs)
+    return out
+
+
 def write_index(cfg) -> Path | None:
     """The charts and the index page, from the saved results; None when the run has no summary yet.
 
@@ -123,18 +142,18 @@ def write_index(cfg) -> Path | None:
     the README's generated answer and results table are brought up to date too."""
     from lib import pipeline
     from lib.io import write_bytes
-    from lib.report import plots
-    from lib.report.article import article_figures, shows_article
-    from lib.report.display import design_namer
+    from lib.report.display import spreadsheet_safe
     from lib.report.index_page import (build_index, readme_answer, readme_results, runs_table, update_readme,
                                        without_idle_escalate)
 
     if not (pipeline.results_dir(cfg) / "summary.json").exists():
         return None
-    names = design_namer(cfg)
     figs = {k: cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("headline", "frontier", "conditions")}
     every = pipeline.condition_table(cfg)
     conditions, left_out = without_idle_escalate(every, cfg)  # escalate that never escalates repeats hybrid_rerank
+    # the table the index's charts are drawn from, beside the pages' tables (tests/test_figures_reproduce.py
+    # redraws the committed charts from it, byte for byte)
+    write_bytes(cfg.report_dir / "tables" / CHART_TABLE, spreadsheet_safe(conditions).to_csv(index=False).encode("utf-8"))
     try:
         scored = pipeline.load_scored(cfg)
     except DataError as exc:
@@ -142,11 +161,8 @@ def write_index(cfg) -> Path | None:
         scored = None
     with tempfile.TemporaryDirectory(prefix="index-") as tmp:
         scratch = Path(tmp)
-        charts = ((plots.headline_chart, figs["headline"], {"article": article_figures() if shows_article(cfg) else None}),
-                  (plots.frontier_chart, figs["frontier"], {}), (plots.conditions_chart, figs["conditions"], {}))
-        for chart, fig, kwargs in charts:
-            chart(conditions, scratch / "charts" / fig.name, names=names, **kwargs)
-            write_bytes(fig, (scratch / "charts" / fig.name).read_bytes())
+        for key, drawn in draw_index_charts(conditions, cfg, scratch / "charts").items():
+            write_bytes(figs[key], drawn.read_bytes())
         links = page_links(cfg.report_dir)
         built = build_index(scratch, pipeline.results_dir(cfg), cfg, [figs["conditions"]],
                             bench=ROOT / "results" / "bench.json", conditions=conditions, headline=figs["headline"],

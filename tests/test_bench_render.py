@@ -31,3 +31,18 @@ def test_the_speed_table_says_whether_the_rerender_was_measured_in_cpu(tmp_path)
                                                                "summary": "250 s of CPU"}}}))
     page = speed_section(bench)
     assert "CPU time of every process it started" in page and "250 s of CPU" in page and "wall time only" not in page
+
+
+def test_the_speed_table_says_where_and_how_warm_the_rerender_was_measured(tmp_path):
+    from lib.report.index_page import speed_section
+
+    bench = tmp_path / "bench.json"
+    how = "cold: the first make report of a fresh clone of commit abc1234, its .venv set up beforehand (not counted)"
+    bench.write_text(json.dumps({"steps": {
+        "report_rerender": {"cpu_s": 101.0, "wall_s": 108.0, "summary": "101 s of CPU", "how": how},
+        "report_rerender_warm": {"cpu_s": 60.0, "wall_s": 63.0, "summary": "60 s of CPU", "how": "warm: again"}}}))
+    page = speed_section(bench)
+    assert how in page and "warm: again" in page and "101 s of CPU" in page and "60 s of CPU" in page
+    # a figure measured before it said how: said to be the working copy's, caches warm, not a fresh clone
+    bench.write_text(json.dumps({"steps": {"report_rerender": {"cpu_s": 54.0, "wall_s": 58.0, "summary": "54 s"}}}))
+    assert "caches warm, not a fresh clone" in speed_section(bench)

@@ -364,9 +364,13 @@ def notebooks_html(links: dict[str, str | None], pages_dir: Path) -> str:
 
 def _measured(key: str, step: dict, what: str) -> str:
     """What a benchmark step measured; a re-render recorded before its CPU time was measured says so."""
-    if key == "report_rerender" and "cpu_s" not in step:
+    if key.startswith("report_rerender") and "cpu_s" not in step:
         return ("make report from the saved runs: wall time only, on a machine whose cores other jobs may have "
                 "shared; its CPU time is not recorded (python scripts/bench_render.py measures it)")
+    if key.startswith("report_rerender"):  # where, on which commit, caches cold or warm
+        return f"{what}: " + (step.get("how") or "in the working copy it was run in, its caches warm, not a fresh "
+                              "clone; CPU time of every process it started, user + system (scripts/bench_render.py "
+                              "--clone measures a fresh clone)")
     return what
 
 

@@ -216,8 +216,10 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
     "llm_prefix_loop": ("prefix reuse, loop", "share of recorded prompt tokens a prefix cache could skip", "none"),
     "llm_server_throughput": ("llama-cpp-python's server", "multi-query questions per minute, one request in flight "
                               "and openai_concurrency at once", "none"),
-    "report_rerender": ("re-rendering the report", "make report from the saved runs (scripts/bench_render.py): CPU time "
-                        "of every process it started, user + system, and wall time", "2 minutes of CPU"),
+    "report_rerender": ("re-rendering the report", "make report from the saved runs (scripts/bench_render.py)",
+                        "2 minutes of CPU"),
+    "report_rerender_warm": ("re-rendering the report again", "make report from the saved runs (scripts/bench_render.py)",
+                             "2 minutes of CPU"),
 }
 
 SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss flat)", "faiss-hnsw": "approximate (faiss HNSW)"}

@@ -15,13 +15,41 @@ import math
 from pathlib import Path
 from typing import Callable
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib import font_manager
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
 
 from .display import calls_a_model
+
+# What could make a chart's PNG differ from one machine to the next, pinned here, where every chart module
+# gets its _save: the PNG is written by Agg (savefig's PNG path, whatever backend shows the figure);
+# matplotlib's own default style, not a user's matplotlibrc; the font matplotlib itself ships, DejaVu
+# Sans, by its file (a system font of the same name is not used), with matplotlib's default hinting; the
+# library versions are pinned in requirements.txt. tests/test_figures_reproduce.py redraws the committed
+# charts from their saved table and compares the bytes.
+BUNDLED_FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+STYLE = {"font.family": ["sans-serif"], "font.sans-serif": ["DejaVu Sans"], "text.hinting": "default",
+         "text.hinting_factor": None, "text.antialiased": True, "savefig.format": "png"}
+
+
+def pin_style() -> None:
+    """matplotlib's default style with :data:`STYLE`, and DejaVu Sans found as the file matplotlib ships."""
+    import matplotlib.style
+
+    matplotlib.style.use("default")  # its defaults; the backend and other process settings are left alone
+    plt.rcParams.update(STYLE)
+    if Path(font_manager.findfont("DejaVu Sans")) != BUNDLED_FONT:
+        manager = font_manager.fontManager
+        manager.ttflist = [f for f in manager.ttflist
+                           if not f.name.startswith("DejaVu Sans") or Path(f.fname).parent == BUNDLED_FONT.parent]
+        manager.addfont(str(BUNDLED_FONT))  # (clears the font lookup's cache)
+
+
+pin_style()
 
 LABELS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 MODEL_COLOUR, PLAIN_COLOUR, ARTICLE_COLOUR = "#dd8452", "#4c72b0", "black"
@@ -45,17 +73,19 @@ def _save(fig, path: Path, rect: tuple = (0, 0, 1, 1), dpi: int = 100, layout: b
     placed by pixel position)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _renderer(fig)  # the layout measured by Agg, the renderer that writes the PNG, whatever the backend
     if layout:
         fig.tight_layout(rect=rect)
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, format="png")  # written by Agg
     plt.close(fig)
     return fig
 
 
 def _renderer(fig):
-    if not hasattr(fig.canvas, "get_renderer"):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    """The figure's Agg renderer (its canvas made an Agg one first where the backend's is not)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     return fig.canvas.get_renderer()
 
@@ -345,8 +375,8 @@ def frontier_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
         ax.grid(alpha=0.3)
     fig.suptitle(f"Quality against latency, per condition: {LABELS[metric]} and median latency per question; filled: "
                  "on the frontier (no design as good for less time)", fontsize=10)
+    renderer = _renderer(fig)  # (Agg's, before the layout is measured)
     fig.tight_layout(rect=(0, rect[1], 1, 0.975))
-    renderer = _renderer(fig)
     for ax, c in zip(panels, conditions):
         sub = t[t.condition == c].reset_index(drop=True)
         xs = sub["latency_median_s"].astype(float).clip(lower=1e-3).tolist()
