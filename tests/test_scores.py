@@ -274,3 +274,19 @@ def test_comparisons_lists_every_test_of_the_condition_table_once():
     got = comparisons(table)
     assert list(zip(got.design, got.metric)) == [("agent", "recall_at_5"), ("agent", "mrr_at_10")]
     assert list(got.p_holm) == pytest.approx([0.02, 1.0]) and list(got.measurable) == [True, False]
+
+
+def test_rows_a_table_leaves_out_leave_the_family():
+    """An escalate that never escalates repeats hybrid_rerank's rows; the tables leave it out, and so does the
+    family: its p is kept, it gets no p_holm, and comparisons.csv (the family's tests) has no row for it."""
+    from lib.evaluation.scores import comparisons, holm_wide
+
+    t = pd.DataFrame([{"condition": "c", "design": d, "questions": 10, "recall_at_5_p_value": p, "mrr_at_10_p_value": p,
+                       **{f"{m}_{e}": 0.0 for m in ("recall_at_5", "mrr_at_10") for e in ("delta", "low", "high")}}
+                      for d, p in (("hybrid_rerank", 0.01), ("escalate", 0.01), ("agent", 0.5))])
+    out = holm_wide(t, left_out=t.design.eq("escalate"))
+    assert out.holm_family.iloc[0].endswith("(4 tests)")
+    assert out.recall_at_5_p_holm.isna().tolist() == [False, True, False] and not out.recall_at_5_measurable[1]
+    assert out.recall_at_5_p_value[1] == 0.01 and out.recall_at_5_p_holm[0] == pytest.approx(0.04)
+    c = comparisons(out)
+    assert len(c) == 4 and "escalate" not in set(c.design)

@@ -143,17 +143,22 @@ def holm_family(table: pd.DataFrame, family: str) -> pd.DataFrame:
     return out
 
 
-def holm_wide(table: pd.DataFrame, metrics=METRICS, family: str = INDEX_FAMILY) -> pd.DataFrame:
+def holm_wide(table: pd.DataFrame, metrics=METRICS, family: str = INDEX_FAMILY,
+              left_out: pd.Series | None = None) -> pd.DataFrame:
     """A table with one comparison per row and measure (``<metric>_p_value``, as the condition table
     holds them) with Holm's correction over every row and measure together: ``<metric>_p_holm`` and
     ``<metric>_measurable`` (p_holm < ``ALPHA``; False where there is no test), and ``holm_family``
-    (its description, with the number of tests)."""
+    (its description, with the number of tests). Rows where ``left_out`` is True (rows the tables leave
+    out, such as an escalate that never escalates and so repeats hybrid_rerank) keep their p-value but
+    are in no family: no ``p_holm``, never measurable."""
     out = table.copy()
     cols = [f"{m}_p_value" for m in metrics]
     for c in cols:
         if c not in out:
             out[c] = np.nan
-    p = out[cols].to_numpy(dtype=float)
+    p = out[cols].to_numpy(dtype=float).copy()
+    if left_out is not None and len(out):
+        p[np.asarray(left_out, dtype=bool)] = np.nan
     adj = holm(p.ravel()).reshape(p.shape) if p.size else p
     for i, m in enumerate(metrics):
         out[f"{m}_p_holm"] = adj[:, i] if len(out) else []
@@ -336,7 +341,7 @@ def comparisons(conditions: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
         return pd.DataFrame(rows)
     for r in conditions.to_dict(orient="records"):
         for m in metrics:
-            if pd.isna(r.get(f"{m}_p_value")):
+            if pd.isna(r.get(f"{m}_p_value")) or pd.isna(r.get(f"{m}_p_holm")):  # no test, or left out of the family
                 continue
             rows.append({"condition": r["condition"], "design": r["design"], "metric": m,
                          "questions": r["questions"], "delta": r[f"{m}_delta"], "low": r[f"{m}_low"],
