@@ -180,10 +180,35 @@ def test_a_line_that_leaves_a_design_unscored_is_on_the_page_and_marked_for_the_
     assert {"text/plain": "agent run 2: another process is writing", "text/markdown": "**agent** was not run"} in shown
 
 
-def test_the_runner_prints_the_unscored_lines_and_exits_non_zero():
-    """The runner's side of probe 5 (scripts/run_notebooks.py reads each completed page's marked lines)."""
-    source = (ROOT / "scripts" / "run_notebooks.py").read_text(encoding="utf-8")
-    assert "unscored_lines(out / f\"{name}.ipynb\")" in source and "status = max(status, 1)" in source
+def test_the_runner_prints_the_unscored_lines_and_exits_non_zero(tmp_path):
+    """The runner's side of probe 5: `make notebook` on a page that left a design unscored renders the page, prints
+    its line in the terminal and exits 1 (it exited 0 and printed only the page's path)."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    _kernel_or_skip()
+    nbs = tmp_path / "nb"
+    nbs.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentic-rag-evidence", "display_name": "agentic-rag-evidence",
+                                 "language": "python"}
+    params = nbformat.v4.new_code_cell('profile = "offline"', metadata={"tags": ["parameters"]})
+    nb.cells = [nbformat.v4.new_markdown_cell("# 3. Dense search"), params,
+                nbformat.v4.new_code_cell("from lib.progress import unscored\n"
+                                          "unscored('dense run 1: another process is writing its run file now')")]
+    for i, c in enumerate(nb.cells):
+        c["id"] = f"cell-{i}"
+    nbformat.write(nb, nbs / "03_dense.ipynb")
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "scripts/run_notebooks.py", "--profile-file", "profiles/pilot.yaml",
+                           "--notebooks-dir", str(nbs), "--failed-root", str(tmp_path / "failed"), "--print-page",
+                           "03_dense", "--", "pilot", "-p", "results_dir", str(results)],
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "not scored: 03_dense: dense run 1: another process is writing its run file now" in done.stderr
+    assert (results / "report" / "03_dense.html").exists()  # the page is rendered, and says it too
 
 
 def _pilot_with_changed_question(tmp_path: Path, which: int):
