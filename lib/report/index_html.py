@@ -348,11 +348,15 @@ def page_finding(page: Path) -> str | None:
     return first.rstrip(".") + "."
 
 
-def notebooks_html(links: dict[str, str | None], pages_dir: Path) -> str:
-    """Each notebook as a section: its title (linked where a page exists) and its one-line finding."""
+def notebooks_html(links: dict[str, str | None], pages_dir: Path, own_only: bool = False) -> str:
+    """Each notebook as a section: its title (linked where a page exists) and its one-line finding;
+    ``own_only`` (a study of your own data): a page it did not run is said so, never the shipped one's."""
     out = []
     for nb, title in notebook_titles().items():
         href = links.get(nb)
+        if own_only and href and href.startswith(".."):
+            out.append(f'<section class="nb"><h3>{html.escape(title)}</h3><p>Not run in this study.</p></section>')
+            continue
         finding = page_finding(pages_dir / href) if href else None
         head = f'<a href="{html.escape(href)}">{html.escape(title)}</a>' if href else html.escape(title)
         note = "" if href is None or not href.startswith("..") else " <small>(the shipped report's page)</small>"

@@ -149,7 +149,7 @@ API would bill), fee and latency (the median is the tables' figure):</p>
 <h2>The notebooks</h2>
 <p>Each page runs one step of the study; its finding below is the first sentence of the reading the page generates from
 its numbers.</p>
-{notebooks_html(links, pages_dir)}
+{notebooks_html(links, pages_dir, own_only=study)}
 <h2>How each run was produced</h2>
 <p>Per design, the conditions that share the same runs, models, backend and profile (a run stopped part-way is saved, not
 scored; its questions are counted):</p>

@@ -16,7 +16,7 @@ from ..config import ROOT, condition_env, shown_path
 from ..designs.loop import (ENDINGS, LOOP_DESIGNS, QUESTION_FIRST, READ_MAX_CHARS, READ_PASSAGES, code_searches,
                              first_shown, model_queries, shown_ids)
 from ..evaluation.metrics import citation_hit, scores_of
-from ..evaluation.relevance import relevant_ids
+from ..data.relevance import relevant_ids
 from ..runs import read_results, run_files
 from ..llm.prompts import corpus_for
 from .display import markdown_code, markdown_text, readable, safe_table, source_words, styled, transposed, with_range
@@ -85,14 +85,15 @@ def headline_text(profile, lead: str) -> str:
     if lead != chosen_design():
         why = "as asked for by the parameter `design`"
     else:
-        why = "chosen on the dev set, below" if LOOP_SELECTION.exists() else "no choice made on dev yet"
+        dev = "the arXiv study's dev set" if profile.collection_source == "documents" else "the dev set"
+        why = f"chosen on {dev}, below" if LOOP_SELECTION.exists() else "no choice made on dev yet"
     m = means_of(profile, lead)
     if m is None:
         return f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}); it has no complete run here."
     d, n = dense_differences(profile, lead)
     vs = "; ".join(f"{label} {_range_words(d, k)}" for k, label in (("recall_at_5", "recall@5"), ("mrr_at_10", "MRR@10")) if k in d)
     return (f"This page leads with {title} (`{lead}`, prompt `{profile.loop_prompt}`; {why}). Over "
-            f"{int(m.questions)} questions it {_means_words(m, lead)}"
+            f"{int(m.questions)} questions it {_means_words(m, lead, _cited(profile))}"
             + (f"; against dense on the same {n} questions: {vs}." if vs else "."))
 
 
@@ -558,9 +559,14 @@ def means_of(profile, design: str):
     return summary(measures([r for rs in runs.values() for r in rs], sources, design)).mean(numeric_only=True)
 
 
-def _means_words(m, design: str) -> str:
+def _cited(profile) -> str:
+    """What a citation hit finds: the arXiv study's source paper, a study's relevant document."""
+    return "the source paper" if profile.collection_source != "documents" else source_words(profile)
+
+
+def _means_words(m, design: str, cited: str = "the source paper") -> str:
     code = " (one of them the code's)" if design == QUESTION_FIRST else ""
-    return (f"cited the source paper in {m.citation_hit_rate:.0%} of questions with {m.turns_per_q:.2f} model turns "
+    return (f"cited {cited} in {m.citation_hit_rate:.0%} of questions with {m.turns_per_q:.2f} model turns "
             f"and {m.searches_per_q:.2f} searches per question{code}, its ranked list at recall@5 {m.recall_at_5:.3f} "
             f"and MRR@10 {m.mrr_at_10:.3f}")
 
@@ -583,8 +589,9 @@ def other_first_page(profile, lead: str, baseline: str = "dense") -> dict:
     table = side_by_side([(profile, lead), (profile, other)])
     display(safe_table(table))
     means = {d: means_of(profile, d) for d in (lead, other)}
-    text = f"Over {int(means[other].questions)} questions, {title} {_means_words(means[other], other)}"
-    text += (f"; {DESIGN_TITLES[lead]}: {_means_words(means[lead], lead)} (their complete runs; the columns name "
+    text = f"Over {int(means[other].questions)} questions, {title} {_means_words(means[other], other, _cited(profile))}"
+    text += (f"; {DESIGN_TITLES[lead]}: {_means_words(means[lead], lead, _cited(profile))} (their complete runs; the "
+             "columns name "
              "each design's prompt)." if means[lead] is not None else f"; {DESIGN_TITLES[lead]} has no complete run here.")
     reading(text)
     out = {"side_by_side": table, "means": means}
@@ -627,7 +634,7 @@ def earlier_prompt_page(profile) -> dict:
         parts.append(f"with `{EARLIER_PROMPT}`, {DESIGN_TITLES[d]} {_means_words(m, d)}")
     for d in now:
         m = means_of(profile, d)
-        parts.append(f"with `{profile.loop_prompt}`, {DESIGN_TITLES[d]} {_means_words(m, d)}")
+        parts.append(f"with `{profile.loop_prompt}`, {DESIGN_TITLES[d]} {_means_words(m, d, _cited(profile))}")
     reading("On the same questions, " + "; ".join(parts) + f". The earlier runs are kept in "
             f"`{shown_path(pipeline.results_dir(earlier))}` and replay from the saved model calls.")
     return {"table": table, "earlier": before, "now": now}

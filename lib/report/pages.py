@@ -9,6 +9,7 @@ from .. import pipeline
 from ..config import shown_path
 from ..errors import redacted
 from ..evaluation import scores
+from ..llm.prompts import corpus_for
 from .display import (markdown_code, markdown_text, readable, safe_table, source_words, spreadsheet_safe, styled,
                       with_range)
 
@@ -72,8 +73,10 @@ def study_banner(profile) -> str:
     m = json.loads(man.read_text())
     files = "; ".join(f"{k}: {markdown_code(v)}" for k, v in m.get("files", {}).items())
     qs = f", {m['questions_scored']} questions with a relevant document" if "questions_scored" in m else ""
+    described = corpus_for(profile).description
     return (f"**A study of your own data**, not the arXiv study the prose describes: {m['n_papers']:,} documents{qs} "
-            f"({files}). Each design, setting and score is computed on these files.")
+            f"({files}), described to the model as \"{markdown_text(described)}\" (`corpus_description`). Each "
+            "design, setting and score is computed on these files.")
 
 
 def setting_text(value) -> str:
@@ -204,6 +207,7 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
     shows it): the scores and, on the same questions, the difference from dense with its 95% range
     (for dense, its headroom); then its effort."""
     from .display import fixed, headroom_words, with_range
+    from .index_numbers import verdict_words
 
     label = label or name
     if row is None:
@@ -219,13 +223,9 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
         bits = []
         for r in deltas.itertuples():
             p = getattr(r, "p_holm", None)
-            if p is not None and not pd.isna(p):  # the corrected randomization test decides, as on the index
-                better, worse = p < 0.05 and r.delta > 0, p < 0.05 and r.delta < 0
-            else:
-                better, worse = r.low > 0, r.high < 0
-            verdict = ("measurably better" if better else "measurably worse" if worse else
-                       "no difference the questions can tell from zero")
-            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high, p=p)}, {verdict}")
+            # the report's one rule (the corrected randomization test decides, as on the index)
+            row = {f"{r.metric}_{k}": v for k, v in (("delta", r.delta), ("low", r.low), ("high", r.high), ("p_holm", p))}
+            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high, p=p)}, {verdict_words(row, r.metric)}")
         text += f"; against dense on the same {n_common} questions: " + "; ".join(bits)
     else:
         text += "; dense has no complete run to compare it with yet"
