@@ -26,7 +26,8 @@
 #   titles the model had been shown (at rank 1, at 2-5, not shown), by what its new query did to the source
 #   against the list the decision was made on (strictly better, the same, worse, or lost from the top 50),
 #   and by its final list against dense's. Each path's points add up exactly to the design's difference
-#   from dense. Multi-query, by what its three rewrites did.
+#   from dense. Multi-query, by what its three rewrites did; the question-first loop as the agent (its code
+#   searches the question, then its model searches again or answers).
 # - **What the model would have searched where it stopped, measured.** The agent's decision tree
 #   (`agent_tree`): the agent's own run, and wherever the model stopped before the cap, the same model asked
 #   once more from that state with only the search branch of its reply open, then on to the cap. Each
@@ -135,7 +136,7 @@ else:
     p = tables.paths.assign(model=tables.paths.model.map(model_label))
     for c in conditions:
         for m in dict.fromkeys(tables.paths[tables.paths.condition == c].model):
-            for d in ("agent", "multiquery"):
+            for d in ("agent", "multiquery", "loop_question_first"):
                 text = why.paths_sentence(tables.paths, c, d, m)
                 if text:
                     say(f"**{c}, {model_label(m)}.** {text}")

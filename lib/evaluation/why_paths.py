@@ -4,8 +4,9 @@ Every saved (question, run) result of the agent (or of multi-query) is put on ex
 happened at its decisions, read from its own queries searched again (the condition's dense search, 50
 deep: :mod:`lib.evaluation.loss`):
 
-* the agent: ``stopped`` after the question's search; or ``searched again``, split by where the source
-  was among the titles the model had been shown (the top 5 of every search so far) when it decided:
+* the agent (and the question-first loop, whose code searches the question and whose model then searches
+  again or answers; its final list puts its citations first): ``stopped`` after the question's search; or
+  ``searched again``, split by where the source was among the titles the model had been shown (the top 5 of every search so far) when it decided:
   ``at rank 1`` / ``at 2-5`` / ``not shown``; then by what its first new query did to the source against
   the list the decision was made on (the fused list of the searches so far, what stopping would have
   returned): ``better`` (strictly higher), ``same`` (the same rank, or missing from both), ``worse``
@@ -27,8 +28,9 @@ from typing import Sequence
 import pandas as pd
 
 from ..designs import Question, Result
+from ..designs.loop import QUESTION_FIRST
 from ..search.fusion import rrf
-from .loss import SHOWN, Search, with_questions
+from .loss import SHOWN, Search, searched_queries, with_questions
 from .metrics import scores_of
 
 METRICS = ("mrr_at_10", "recall_at_5")
@@ -77,13 +79,15 @@ def fused(lists: Sequence[Sequence[str]], rrf_k: int = 60) -> list[str]:
 
 def agent_path(result: Result, source: str, search: Search, dense: Sequence[str], rrf_k: int = 60,
                shown: int = SHOWN) -> dict:
-    """One agent result's path: its first decision, and (searched again) where the source was shown, what
-    the new query did against the fused list so far, and the final list against dense."""
+    """One agent result's path (or the question-first loop's, whose code searches the question first and
+    whose model then searches again or answers): its first decision, and (searched again) where the source
+    was shown, what the new query did against the fused list so far, and the final list against dense."""
     final = final_vs_dense(result.ranked_ids, dense, source)
-    if len(result.queries) < 2:
+    queries = searched_queries(result)
+    if len(queries) < 2:
         return {"decision": "stopped", "shown": "", "query": "", "final": final}
-    first = list(search(result.queries[0]))
-    new = list(search(result.queries[1]))
+    first = list(search(queries[0]))
+    new = list(search(queries[1]))
     return {"decision": "searched again", "shown": shown_at([first], source, shown),
             "query": query_effect(fused([first], rrf_k), new, source), "final": final}
 
@@ -144,7 +148,8 @@ def _order(col: pd.Series) -> pd.Series:
     return col.map(lambda w: _RANK.get(w, len(_RANK)))
 
 
-def condition_paths(condition: str, records_by_model: dict, designs: Sequence[str] = ("agent", "multiquery")) -> pd.DataFrame:
+def condition_paths(condition: str, records_by_model: dict,
+                    designs: Sequence[str] = ("agent", "multiquery", QUESTION_FIRST)) -> pd.DataFrame:
     """Every model's paths in one condition (``records_by_model``: model -> ``loss.ConditionRecords``, as
     :func:`lib.evaluation.why_tables.model_records` gives them, the profile's model first); every model is
     compared with the condition's own dense run (another model's folder holds none of its own). A design

@@ -34,7 +34,8 @@ class WhyTables:
         return {"paths": self.paths, "judges": self.judges, "grid": self.grid, "quality": self.quality}
 
 
-def model_records(records: ConditionRecords, designs: Sequence[str] = ("agent", "multiquery")) -> dict[str, ConditionRecords]:
+def model_records(records: ConditionRecords,
+                  designs: Sequence[str] = ("agent", "multiquery", "loop_question_first")) -> dict[str, ConditionRecords]:
     """The profile model's records (``records``, as they are) and every other local model's saved records in
     the same condition; a model with no saved run of ``designs`` and no tree, or whose profile or records
     cannot be read, is left out."""
