@@ -6,7 +6,8 @@ deep: :mod:`lib.evaluation.loss`):
 
 * the agent (and the question-first loop, whose code searches the question and whose model then searches
   again or answers; its final list puts its citations first): ``stopped`` after the question's search; or
-  ``searched again``, split by where the source was among the titles the model had been shown (the top 5 of every search so far) when it decided:
+  ``searched again``, split by where the source was among the titles the model had been shown (the top 5
+  of every search so far) when it decided:
   ``at rank 1`` / ``at 2-5`` / ``not shown``; then by what its first new query did to the source against
   the list the decision was made on (the fused list of the searches so far, what stopping would have
   returned): ``better`` (strictly higher), ``same`` (the same rank, or missing from both), ``worse``
