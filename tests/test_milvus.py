@@ -271,10 +271,14 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(self.data_dir),
                                       "--host", "127.0.0.1", "--port", str(self.port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(150):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        for _ in range(100):  # until it answers a call, not only accepts connections
+            with contextlib.suppress(MilvusException):
+                MilvusClient(self.uri, timeout=2).list_collections()
                 return self
-            time.sleep(0.1)
+            time.sleep(0.2)
         raise RuntimeError("the Milvus Lite server did not start")
 
     def stop(self):
@@ -340,7 +344,8 @@ def test_the_worked_example_runs_end_to_end_on_the_embedded_engine():
     try:
         shutil.copytree(example / "llm_records", folder / "results" / "llm_records")  # replayed, as in test_study
         done = subprocess.run(["make", "--no-print-directory", "study", "DOCS=examples/beir-dev", f"NAME={name}",
-                               "SET=question_limit=5 chunk_documents=false llm_backend=replay retriever=milvus"],
+                               "SET=question_limit=5 chunk_documents=false llm_backend=replay retriever=milvus "
+                               "corpus_description=arxiv"],
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         results = folder / "results"

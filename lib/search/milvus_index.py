@@ -242,6 +242,9 @@ def build_collection(connection: Connection, ids: Sequence[str], vectors: np.nda
                                           VECTOR_FIELD: vectors[r]} for r in range(a, b)], timeout=connection.timeout_s)
                     bar.update(b - a)
             client.flush(name, timeout=connection.timeout_s)
+            # a collection is loaded when created, and Milvus Lite indexes only the segments it holds when
+            # loaded: loaded again, every segment gets its index (HNSW searched brute-force otherwise)
+            client.release_collection(name, timeout=connection.timeout_s)
         client.load_collection(name, timeout=connection.timeout_s)
     except MilvusException as exc:
         raise connection.error(f"building collection {name!r}", exc, started) from None
