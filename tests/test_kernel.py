@@ -57,3 +57,18 @@ def test_another_registration_first_in_the_search_path_is_passed_over_and_named(
     from jupyter_client.kernelspec import KernelSpecManager
 
     assert KernelSpecManager().get_kernel_spec(kernel.KERNEL).argv[0] == python
+
+
+def test_a_clone_whose_venv_links_to_this_venv_runs_the_same_registration(tmp_path):
+    """A clone's .venv that is a link to this venv's folder is this venv: its registration is not written
+    again (the shared venv's kernel would otherwise start the clone's path, gone with the clone), while
+    another venv's python, a link to the same base interpreter, is not."""
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(os.path.realpath(os.sys.executable))
+    (tmp_path / "clone").mkdir()
+    (tmp_path / "clone" / ".venv").symlink_to(tmp_path / "venv")
+    own = spec(tmp_path / "spec", str(tmp_path / "venv" / "bin" / "python"))
+    assert kernel.runs(own, str(tmp_path / "clone" / ".venv" / "bin" / "python"))
+    (tmp_path / "other" / "bin").mkdir(parents=True)
+    (tmp_path / "other" / "bin" / "python").symlink_to(os.path.realpath(os.sys.executable))
+    assert not kernel.runs(own, str(tmp_path / "other" / "bin" / "python"))

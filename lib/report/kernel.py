@@ -36,10 +36,15 @@ def interpreter(spec_dir: Path) -> str | None:
 
 
 def runs(spec_dir: Path, python: str) -> bool:
-    """Whether a registration starts exactly this interpreter (its path as written: a venv's python is a
-    link to the base interpreter, so another venv's resolves to the same file)."""
+    """Whether a registration starts this interpreter of this venv: the same file name in the same venv
+    folder, the folder's links followed (a clone whose .venv links to this venv's folder is the same venv),
+    the interpreter's not (a venv's python is a link to the base interpreter, so another venv's resolves to
+    the same file)."""
     found = interpreter(spec_dir)
-    return found is not None and os.path.abspath(found) == os.path.abspath(python)
+    if found is None:
+        return False
+    a, b = Path(os.path.abspath(found)), Path(os.path.abspath(python))
+    return a.name == b.name and a.parent.resolve() == b.parent.resolve()
 
 
 def register(spec_dir: Path, python: str, name: str = KERNEL) -> None:
