@@ -195,9 +195,14 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
         if g.empty:
             continue
         n = int(g.questions.max())
-        wins = [f"{name(r.design)} ({fixed(r.recall_at_5_delta, sign=True)} recall@5, "
-                f"{fixed(r.mrr_at_10_delta, sign=True)} MRR@10)"
-                for _, r in g.iterrows() if "better" in (verdict(r, "recall_at_5"), verdict(r, "mrr_at_10"))]
+        # only the measures on which a design is measurably better (the other may be a range that excludes 0
+        # with a corrected p of 0.05 or more: not measurable, so not listed here)
+        wins = []
+        for _, r in g.iterrows():
+            gains = [f"{fixed(r[f'{m}_delta'], sign=True)} {label}" for m, label in METRICS.items()
+                     if verdict(r, m) == "better"]
+            if gains:
+                wins.append(f"{name(r.design)} ({', '.join(gains)})")
         misses = int(g.dense_misses_at_5.iloc[0])
         text = f"<b>{html.escape(c)}</b> ({n} questions; dense misses {misses} at 5): "
         text += ("measurably better than dense: " + "; ".join(wins) if wins else "no design is measurably better than dense")

@@ -103,11 +103,15 @@ def _registry_order(g: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values("design", key=lambda s: s.map(lambda d: order.get(d, len(order))), kind="stable")
 
 
-def verdict(row, metric: str, alpha: float = 0.05) -> str | None:
-    """better / worse / same against dense, or None where not compared. Where the row carries the
-    Holm-corrected p-value of the paired randomization test (``<metric>_p_holm``, from the saved
-    differences), the difference is measurable when it is below ``alpha`` and its sign says which way;
-    otherwise, when the 95% paired bootstrap range excludes 0."""
+def verdict(row, metric: str, alpha: float | None = None) -> str | None:
+    """better / worse / same against dense, or None where not compared: the report's one rule for these
+    words, on every page and the index. Where the row carries the Holm-corrected p-value of the paired
+    randomization test (``<metric>_p_holm``, from the saved differences), the difference is measurable
+    when it is below ``alpha`` (lib.evaluation.scores.ALPHA, 0.05) and its sign says which way; otherwise,
+    when the 95% paired bootstrap range excludes 0. (:func:`verdict_words` puts it in words.)"""
+    from ..evaluation.scores import ALPHA
+
+    alpha = ALPHA if alpha is None else alpha
     p = row.get(f"{metric}_p_holm")
     delta = row.get(f"{metric}_delta")
     if p is not None and not pd.isna(p) and delta is not None and not pd.isna(delta):
@@ -118,6 +122,22 @@ def verdict(row, metric: str, alpha: float = 0.05) -> str | None:
     if high is not None and high < 0:
         return "worse"
     return None if low is None or high is None else "same"
+
+
+def verdict_words(row, metric: str) -> str | None:
+    """:func:`verdict` in words, the same on every page: "measurably better" / "measurably worse"; for a
+    difference the corrected test does not call measurable, whether its 95% range still excludes 0 (then
+    both are said: the range alone would call it, the whole family's correction does not)."""
+    word = verdict(row, metric)
+    if word in ("better", "worse"):
+        return f"measurably {word}"
+    if word is None:
+        return None
+    low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
+    if (low is not None and not pd.isna(low) and low > 0) or (high is not None and not pd.isna(high) and high < 0):
+        return ("not measurable: its 95% range excludes 0, but its Holm-corrected p is 0.05 or more once every "
+                "comparison of the family is counted")
+    return "no difference the questions can tell from zero"
 
 
 def overall(row) -> str | None:
