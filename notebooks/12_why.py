@@ -116,9 +116,10 @@ else:
 # %%
 if not tables.judges.empty:
     shown_j = ranged(tables.judges[tables.judges.metric == "mrr_at_10"],
-                     {"predicted [95%]": "predicted", "actual [95%]": "actual", "best leaf [95%]": "ceiling"})
+                     {"predicted [95%]": "predicted", "actual [95%]": "actual", "run − prediction [95%]": "gap",
+                      "best leaf [95%]": "ceiling"})
     cols = ["condition", "model", "point", "p_stop", "p_search", "questions", "predicted [95%]", "actual [95%]",
-            "best leaf [95%]"]
+            "run − prediction [95%]", "best leaf [95%]"]
     shown_j = shown_j[cols].assign(model=shown_j.model.map(model_label)).rename(
         columns={"p_stop": "stop accuracy", "p_search": "search accuracy"})
     display(safe_table(shown_j).format({"stop accuracy": "{:.0%}", "search accuracy": "{:.0%}"}).hide(axis="index"))

@@ -13,8 +13,9 @@ questions (:func:`lib.evaluation.metrics.paired_bootstrap`).
 The model's own accuracies are measured the same way, over every decision it made in the tree (on the
 agent's path and after a search it was asked for): p_stop = its stops among decisions where the source was
 shown, p_search = its searches among those where it was not. The judge at those values *predicts* a
-difference from dense; the agent's run that the tree extends is the *actual* one. The ceiling is the best
-leaf per question (a judge that knew the answer)."""
+difference from dense; the agent's run that the tree extends is the *actual* one, and the two agree when the
+range of their paired difference over questions (``gap``) includes 0. The ceiling is the best leaf per
+question (a judge that knew the answer)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ GRID = np.round(np.linspace(0.0, 1.0, 11), 2)
 POINTS = {"model": None, "oracle judge": (1.0, 1.0), "always stop": (1.0, 0.0), "always search": (0.0, 1.0)}
 JUDGE_COLUMNS = ["condition", "design", "model", "point", "p_stop", "p_search", "decisions_shown", "decisions_not_shown",
                  "questions", "metric", "predicted", "predicted_low", "predicted_high", "actual", "actual_low",
-                 "actual_high", "agrees", "ceiling", "ceiling_low", "ceiling_high"]
+                 "actual_high", "gap", "gap_low", "gap_high", "agrees", "ceiling", "ceiling_low", "ceiling_high"]
 QUALITY_COLUMNS = ["condition", "model", "asked", "shown", "queries", "better", "same", "worse", "lost"]
 
 
@@ -111,8 +112,11 @@ def judge_rows(chains: Sequence[Chain], condition: str, model: str, n_resamples:
         for point, at in POINTS.items():
             ps, pq = (acc["p_stop"], acc["p_search"]) if at is None else at
             # an accuracy with no decision to measure it on acts on no state: any value predicts the same
-            pred = _range(np.array([expected(c, 1.0 if np.isnan(ps) else ps, 0.0 if np.isnan(pq) else pq, metric)
-                                    for c in chains]), base, n_resamples, seed)
+            values = np.array([expected(c, 1.0 if np.isnan(ps) else ps, 0.0 if np.isnan(pq) else pq, metric)
+                               for c in chains])
+            pred = _range(values, base, n_resamples, seed)
+            # actual minus predicted, paired over questions: does the model's run cost what random errors would?
+            gap = _range(actual, values, n_resamples, seed) if at is None else (np.nan,) * 3
             rows.append({"condition": condition, "design": design, "model": model, "point": point, "p_stop": ps,
                          "p_search": pq, "decisions_shown": acc["decisions_shown"],
                          "decisions_not_shown": acc["decisions_not_shown"], "questions": len(chains), "metric": metric,
@@ -120,7 +124,8 @@ def judge_rows(chains: Sequence[Chain], condition: str, model: str, n_resamples:
                          "actual": a[0] if point == "model" else np.nan,
                          "actual_low": a[1] if point == "model" else np.nan,
                          "actual_high": a[2] if point == "model" else np.nan,
-                         "agrees": bool(pred[1] <= a[0] <= pred[2]) if point == "model" else None,
+                         "gap": gap[0], "gap_low": gap[1], "gap_high": gap[2],
+                         "agrees": bool(gap[1] <= 0 <= gap[2]) if point == "model" else None,
                          "ceiling": ceil[0], "ceiling_low": ceil[1], "ceiling_high": ceil[2]})
     return rows
 

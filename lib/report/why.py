@@ -87,10 +87,12 @@ def paths_sentence(paths: pd.DataFrame, condition: str, design: str, model: str 
     hidden = again[again.shown == "not shown"]
     share = float(shown[col].clip(upper=0).sum()) / lost if lost < -ZERO else float("nan")
     n_stop = int(g[g.decision == "stopped"].results.sum())
+    stopped = ("that answered without a search of their own (their citations put first)" if design == "loop_question_first"
+               else "that stopped")
     text = (f"{head} is {_signed(float(shown[col].sum()))} from searching again after the source was already among "
             f"the titles shown ({int(shown.results.sum())} results; {_pct(share)} of the points lost), "
             f"{_signed(float(hidden[col].sum()))} from searching again when it was not ({int(hidden.results.sum())} "
-            f"results) and {_signed(float(g[g.decision == 'stopped'][col].sum()))} from the {n_stop} that stopped")
+            f"results) and {_signed(float(g[g.decision == 'stopped'][col].sum()))} from the {n_stop} {stopped}")
     if short:
         return text + "."
     lower = shown[shown.final == "below dense"]
@@ -126,8 +128,10 @@ def judges_sentence(judges: pd.DataFrame, condition: str, model: str | None, met
     if r is None:
         return ""
     who = model_label(model)
-    agrees = ("within the predicted range" if r.agrees in (True, "True") else
-              "outside the predicted range, so its errors are not those of a judge erring at random")
+    gap = _ranged(r.gap, r.gap_low, r.gap_high)
+    agrees = (f"run minus prediction {gap}: no different from a judge erring at random" if r.agrees in (True, "True") else
+              f"run minus prediction {gap}: its errors cost {'more' if r.gap < 0 else 'less'} than random errors at "
+              "its accuracies would")
     text = (f"In its decision trees ({int(r.questions)} questions), {who} had a stop accuracy of {_pct(r.p_stop)} and a "
             f"search accuracy of {_pct(r.p_search)}; a judge erring at random at those accuracies predicts "
             f"{_ranged(r.predicted, r.predicted_low, r.predicted_high)} {METRIC_WORDS[metric]} against dense, and the "
