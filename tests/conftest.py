@@ -27,7 +27,8 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 # marks do not group under pytest 9, whose node ids xdist can no longer rename). Heavy work is handed
 # out first (HEAVY_FIRST, longest first), so that no worker is left with a long test at the end.
 GROUPS = {
-    "tree": ("test_display.py::test_a_notebook_runs_with_plain_nbconvert", "test_study.py::"),
+    "tree": ("test_display.py::test_a_notebook_runs_with_plain_nbconvert", "test_study.py::",
+             "test_trust_iv.py::test_the_worked_examples_first_run", "test_trust_iv.py::test_the_runner_prints"),
     "pilot": ("test_notebooks_pilot.py::", "test_smoke_pilot.py::"),
     "models": ("test_loop.py::", "test_chunking.py::", "test_index.py::", "test_snapshot.py::", "test_collection.py::",
                "test_faiss_index.py::", "test_search.py::", "test_config.py::test_article_profile_fails_fast",
@@ -36,6 +37,7 @@ GROUPS = {
     "server": ("test_llm_openai.py::test_a_real_server",),
 }
 HEAVY_FIRST = ("test_notebooks_pilot.py::", "test_smoke_pilot.py::", "test_study.py::test_the_worked_example",
+               "test_trust_iv.py::test_the_worked_examples_first_run",
                "test_render_safety.py::test_make_", "test_readme_commands.py::test_a_draw_on_a_clean_clone",
                "test_llm_openai.py::test_a_real_server", "test_loop.py::", "test_scores.py::test_breakdowns",
                "test_designs.py::test_rrf_matches_ranx", "test_pages_render.py::",
