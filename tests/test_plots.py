@@ -104,7 +104,7 @@ def test_scores_chart_writes_each_value_on_its_own_row(tmp_path):
     assert all(t.get_va() == "center" for t in ax.texts)
 
 
-def test_headline_chart_a_row_per_condition_one_x_scale_per_measure_with_the_article_beside_ours(tmp_path):
+def test_headline_chart_a_column_per_condition_one_x_scale_per_measure_with_the_article_beside_ours(tmp_path):
     from lib.report.article import article_figures
 
     rows = []
@@ -117,24 +117,27 @@ def test_headline_chart_a_row_per_condition_one_x_scale_per_measure_with_the_art
                  "not_scored": "run 1 stopped part-way"})
     fig = plots.headline_chart(pd.DataFrame(rows), tmp_path / "h.png", names=lambda d: f"<{d}>",
                                article=article_figures())
-    panels = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in panels] == [
-        "full questions (297 questions): recall@5 − dense", "full questions (297 questions): MRR@10 − dense",
-        "short questions (297 questions): recall@5 − dense", "short questions (297 questions): MRR@10 − dense"]
-    full5, full10, short5, short10 = panels
+    full5, short5, full10, short10 = [ax for ax in fig.axes if ax.get_xlabel()]
+    # the condition over its column, the measure under each panel
+    assert [full5.get_title(), short5.get_title()] == ["full questions\n(297 questions)", "short questions\n(297 questions)"]
+    assert [ax.get_xlabel() for ax in (full5, short5, full10, short10)] == [
+        "recall@5 − dense", "recall@5 − dense", "MRR@10 − dense", "MRR@10 − dense"]
     # one x-scale per measure: every condition's panel of a measure has the same limits, wide enough for
     # the largest range of any condition (short questions' MRR@10 reaches 0.28)
     assert full5.get_xlim() == short5.get_xlim() and full10.get_xlim() == short10.get_xlim()
     assert full10.get_xlim()[1] >= 0.28 and full5.get_xlim() != full10.get_xlim()
+    # the same design rows in every panel (the article's rows drawn in its own condition only)
     assert [t.get_text() for t in full5.get_yticklabels()] == ["<rerank>", "the article's rerank", "<agent>",
                                                               "the article's agent"]
-    assert [t.get_text() for t in short5.get_yticklabels()] == ["<rerank>", "<agent>"]
+    assert short5.get_ylim() == full5.get_ylim()
     assert "no complete run yet" in [t.get_text() for t in full5.texts]
-    assert "not run here yet" in [t.get_text() for t in short10.texts]
+    assert not any(line.get_color() == plots.ARTICLE_COLOUR for line in short10.lines)
     colours = {line.get_color() for line in full10.lines if line.get_marker() == "o"}
     assert plots.ARTICLE_COLOUR in colours and plots.PLAIN_COLOUR in colours
     legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     assert "called a language model" in legend and "called no language model" in legend
+    # small enough to sit whole on the index's first screen: under 6.5 in (650 px at the charts' 100 dpi)
+    assert fig.get_figheight() < 6.5
     empty = plots.headline_chart(pd.DataFrame(), tmp_path / "e.png")
     assert "No design has a complete run yet" in empty.axes[0].texts[0].get_text()
 

@@ -71,7 +71,7 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     note = parts_note(cfg)
     head_img = img(headline, "every design minus dense, with its 95% range, per condition")
     study = not shows_article(cfg)  # a study of your own data: no article's figure beside its own
-    caption = ("<figcaption>Each design minus dense on the same questions, a row per condition and a column per measure "
+    caption = ("<figcaption>Each design minus dense on the same questions, a column per condition and a row per measure "
                "(every panel of a measure on one scale): the point is the difference, the line its 95% paired bootstrap "
                "range (2,000 resamples of the questions); orange designs called a language model, blue ones did not"
                + ("." if study else "; in black, the article's published differences (its own models and questions).")

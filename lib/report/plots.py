@@ -409,12 +409,13 @@ def frontier_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
 
 def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same, article: dict | None = None,
                    default: str = "full questions"):
-    """The report's one headline figure: a row of panels per condition, a column per measure (recall@5,
-    then MRR@10), every design minus dense in that condition with its 95% paired bootstrap range;
-    every panel of a column on the same x-scale, so conditions compare by eye. Orange for designs that
-    call a language model, blue for those that do not; in the ``default`` condition the article's
-    published differences (``article``: data/article_figures.json) in black on their own rows beneath
-    ours. A design without a complete run in a condition says so."""
+    """The report's one headline figure, small enough to sit whole, legend included, on the index's first
+    screen (1,400 x 900): a column of panels per condition, a row per measure (recall@5, then MRR@10),
+    every design minus dense in that condition with its 95% paired bootstrap range; every panel of a row
+    on the same x-scale and every panel on the same design rows, so conditions compare by eye. Orange for
+    designs that call a language model, blue for those that do not; in the ``default`` condition the
+    article's published differences (``article``: data/article_figures.json) in black on their own rows
+    beneath ours. A design without a complete run in a condition says so."""
     t = table if "condition" in table else pd.DataFrame(columns=["condition", "design"])
     if t.empty:
         return _empty(path, "No design has a complete run yet, so nothing is compared with dense yet.", (12.6, 2))
@@ -422,31 +423,27 @@ def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
     designs = _in_order([d for d in dict.fromkeys(t["design"]) if d != "dense"])
     published = (article or {}).get("results", {})
     metrics = ("recall_at_5", "mrr_at_10")
-    layout = []  # per condition: its rows (label, kind, design)
-    for c in conditions:
-        rows = []
-        for d in designs:
-            rows.append((names(d), "ours", d))
-            if c == default and any(f"delta_{m}" in published.get(d, {}) for m in metrics):
-                rows.append((f"the article's {d}", "article", d))
-        layout.append(rows)
-    row_in = 0.18  # inches per design row
-    heights = [len(rows) * row_in + 0.25 for rows in layout]
-    legend_h = 0.6
-    height = sum(heights) + 0.55 * len(conditions) + legend_h + 0.3
-    fig, axes = plt.subplots(len(conditions), 2, figsize=(12.6, height), squeeze=False, sharex="col",
-                             gridspec_kw={"height_ratios": heights})
+    rows = []  # (label, kind, design), the same in every panel
+    for d in designs:
+        rows.append((names(d), "ours", d))
+        if default in conditions and any(f"delta_{m}" in published.get(d, {}) for m in metrics):
+            rows.append((f"the article's {d}", "article", d))
+    row_in = 0.16  # inches per design row
+    panel_h = len(rows) * row_in + 0.2
+    legend_h = 0.55
+    height = 2 * panel_h + 1.45 + legend_h
+    fig, axes = plt.subplots(2, len(conditions), figsize=(12.6, height), squeeze=False, sharex="row", sharey=True)
     spans = {m: [0.0] for m in metrics}
-    for (ax_row, c, rows) in zip(axes, conditions, layout):
+    for col, c in enumerate(conditions):
         sub = t[t.condition == c].drop_duplicates("design").set_index("design")
         n = sub["questions"].max() if "questions" in sub and sub["questions"].notna().any() else 0
-        for ax, m in zip(ax_row, metrics):
+        for ax, m in zip(axes[:, col], metrics):
             for i, (_, kind, d) in enumerate(rows):
                 if kind == "article":
-                    value = published[d].get(f"delta_{m}")
+                    value = published[d].get(f"delta_{m}") if c == default else None
                     if not value:
                         continue
-                    (delta, lo, hi), col, face = value, ARTICLE_COLOUR, "white"
+                    (delta, lo, hi), colour, face = value, ARTICLE_COLOUR, "white"
                 else:
                     r = sub.loc[d] if d in sub.index else None
                     scored = r is not None and pd.notna(r.get("questions")) and r.get("questions", 0) > 0 \
@@ -457,33 +454,35 @@ def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
                                 fontsize=SMALL, color="grey", style="italic")
                         continue
                     delta, lo, hi = r[f"{m}_delta"], r[f"{m}_low"], r[f"{m}_high"]
-                    col = face = design_colour(d, r.get("llm_calls"))
-                ax.plot([lo, hi], [i, i], "-", color=col, lw=1.8, solid_capstyle="butt")
-                ax.plot(delta, i, "o", color=col, mfc=face, ms=5.5, mew=1.3)
+                    colour = face = design_colour(d, r.get("llm_calls"))
+                ax.plot([lo, hi], [i, i], "-", color=colour, lw=1.8, solid_capstyle="butt")
+                ax.plot(delta, i, "o", color=colour, mfc=face, ms=5, mew=1.2)
                 spans[m] += [lo, hi]
             ax.axvline(0, ls="--", color="grey", lw=1)
-            ax.set_yticks(range(len(rows)), [label for label, _, _ in rows] if m == metrics[0] else [], fontsize=SMALL)
-            if m == metrics[0]:
-                for tick, (_, kind, _) in zip(ax.get_yticklabels(), rows):
-                    if kind == "article":
-                        tick.set_color("#444444")
-                        tick.set_fontstyle("italic")
-            ax.set_ylim(len(rows) - 0.5, -0.5)
-            ax.set_title((f"{c} ({int(n)} questions)" if n else c) + f": {LABELS[m]} − dense", fontsize=10)
-            ax.tick_params(axis="x", labelsize=SMALL, labelbottom=True)
+            if m == metrics[0]:  # the condition over its column, the measure under each panel
+                ax.set_title(f"{c}\n({int(n)} questions)" if n else c, fontsize=SMALL)
+            ax.set_xlabel(f"{LABELS[m]} − dense", fontsize=SMALL)
+            ax.tick_params(axis="both", labelsize=SMALL, labelbottom=True)
             ax.grid(axis="x", alpha=0.3)
-    for col_axes, m in zip(axes.T, metrics):
+    first = axes[0, 0]
+    first.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=SMALL)
+    for ax in axes[:, 0]:
+        for tick, (_, kind, _) in zip(ax.get_yticklabels(), rows):
+            if kind == "article":
+                tick.set_color("#444444")
+                tick.set_fontstyle("italic")
+    first.set_ylim(len(rows) - 0.5, -0.5)
+    for row_axes, m in zip(axes, metrics):
         lo, hi = min(min(spans[m]), 0), max(max(spans[m]), 0)
         pad = 0.06 * max(hi - lo, 0.02)
-        col_axes[0].set_xlim(lo - pad, hi + pad)  # shared by every panel of the column
-        col_axes[-1].set_xlabel(f"{LABELS[m]}: design − dense, with its 95% range (one scale for every condition)",
-                                fontsize=SMALL)
-        col_axes[0].xaxis.set_major_locator(plt.MaxNLocator(7))
+        row_axes[0].set_xlim(lo - pad, hi + pad)  # shared by every panel of the row
+        row_axes[0].xaxis.set_major_locator(plt.MaxNLocator(4))
     handles = [Line2D([], [], marker="o", ls="-", color=PLAIN_COLOUR, ms=6, label="called no language model"),
                Line2D([], [], marker="o", ls="-", color=MODEL_COLOUR, ms=6, label="called a language model")]
     if published:  # the article's points are drawn only where its figures are given
         handles.append(Line2D([], [], marker="o", ls="-", color=ARTICLE_COLOUR, mfc="white", ms=6,
                               label="the article, as published (its own models and questions)"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=SMALL,
-               title="right of the dashed line: better than dense", title_fontsize=SMALL)
+               title="design − dense with its 95% range, one scale per measure; right of the dashed line: better "
+                     "than dense", title_fontsize=SMALL)
     return _save(fig, path, rect=(0, legend_h / height, 1, 1))
