@@ -224,8 +224,8 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
         for r in deltas.itertuples():
             p = getattr(r, "p_holm", None)
             # the report's one rule (the corrected randomization test decides, as on the index)
-            row = {f"{r.metric}_{k}": v for k, v in (("delta", r.delta), ("low", r.low), ("high", r.high), ("p_holm", p))}
-            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high, p=p)}, {verdict_words(row, r.metric)}")
+            tested = {f"{r.metric}_{k}": v for k, v in (("delta", r.delta), ("low", r.low), ("high", r.high), ("p_holm", p))}
+            bits.append(f"{words[r.metric]} {with_range(r.delta, r.low, r.high, p=p)}, {verdict_words(tested, r.metric)}")
         text += f"; against dense on the same {n_common} questions: " + "; ".join(bits)
     else:
         text += "; dense has no complete run to compare it with yet"
