@@ -144,7 +144,8 @@ class Settings(BaseModel):
         default="FLAT", description="the study's own collection: exact (FLAT) or HNSW (hnsw_m, hnsw_ef_construction, "
         "hnsw_ef_search)")
     milvus_token_env: str = Field(default="MILVUS_TOKEN", description="the environment variable holding a server's token")
-    milvus_timeout_s: float = Field(default=30.0, gt=0, description="the longest wait for any call to the engine")
+    milvus_timeout_s: float = Field(default=30.0, gt=0, description="the longest wait to connect, search or read "
+                                    "(building the study's own collection and its index waits as long as it takes)")
     hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
     # bounded escalation (lib/designs/escalate.py): signal and threshold chosen on the dev set

@@ -46,7 +46,8 @@ METRICS = ("IP", "COSINE")  # cosine similarity: inner product over normalised v
 @dataclass(frozen=True)
 class Connection:
     """Where the engine is: ``uri`` (a Milvus Lite folder ending in .db, or http(s)://host:port), the
-    environment variable holding its token, and the timeout of every call."""
+    environment variable holding its token, and the timeout of connecting, searching and reading (writing
+    and indexing the study's own collection wait as long as they take)."""
 
     uri: str
     token_env: str = "MILVUS_TOKEN"
@@ -220,7 +221,6 @@ def build_collection(connection: Connection, ids: Sequence[str], vectors: np.nda
     index = index_settings(index_type, m, ef_construction)
     name = collection_name(ids, positions, vectors, index)
     client = connection.client()
-    started = time.monotonic()
     try:
         if not client.has_collection(name):
             schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
@@ -241,13 +241,13 @@ def build_collection(connection: Connection, ids: Sequence[str], vectors: np.nda
                     client.upsert(name, [{ROW_FIELD: r, DOC_FIELD: str(ids[r]), POSITION_FIELD: positions[r],
                                           VECTOR_FIELD: vectors[r]} for r in range(a, b)], timeout=connection.timeout_s)
                     bar.update(b - a)
-            client.flush(name, timeout=connection.timeout_s)
+            client.flush(name)  # writing and indexing take as long as they take: no timeout
             # a collection is loaded when created, and Milvus Lite indexes only the segments it holds when
             # loaded: loaded again, every segment gets its index (HNSW searched brute-force otherwise)
-            client.release_collection(name, timeout=connection.timeout_s)
-        client.load_collection(name, timeout=connection.timeout_s)
+            client.release_collection(name)
+        client.load_collection(name)  # builds each segment's index the first time
     except MilvusException as exc:
-        raise connection.error(f"building collection {name!r}", exc, started) from None
+        raise connection.error(f"building collection {name!r}", exc) from None
     return MilvusIndex(client, connection, name, DOC_FIELD, VECTOR_FIELD, "IP", position_field=POSITION_FIELD,
                        ef_search=ef_search if index_type == "HNSW" else None)
 
