@@ -147,10 +147,10 @@ class MilvusIndex:
             rows = self._call("search", self.client.search, data=[q], limit=depth, filter=self.filter,
                               output_fields=fields, search_params=params, anns_field=self.vector_field)[0]
             best: dict[str, tuple[float, int]] = {}
-            for r in rows:  # by score: a document's first row is its best
-                doc = str(r["entity"][self.id_field])
-                if doc not in best:
-                    best[doc] = (float(r["distance"]), int(r["entity"].get(self.position_field, 0) if self.position_field else 0))
+            for r in rows:  # a document's best row
+                doc, score = str(r["entity"][self.id_field]), float(r["distance"])
+                if doc not in best or score > best[doc][0]:
+                    best[doc] = (score, int(r["entity"][self.position_field]) if self.position_field else 0)
             ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
             lowest = min((float(r["distance"]) for r in rows), default=float("-inf"))
             exhausted = len(rows) < depth or depth >= MAX_DEPTH
