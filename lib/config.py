@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ProfileError
 from .paths import ROOT, shown_path
-from .preflight import preflight
 
 PROFILE_DIR = ROOT / "profiles"
 # studies of a user's own documents and questions (``make study``): each in studies/<name>/, its
@@ -594,28 +593,6 @@ def condition_env(profile: Profile) -> str:
 
 # names a notebook's parameters cell may hold besides the settings
 NOTEBOOK_PARAMETERS = ("runs", "design")  # design: which loop notebook 9 leads with
-
-
-def notebook_profile(namespace: dict[str, Any]) -> Profile:
-    """The profile a notebook runs with: ``profile`` from its parameters, and every setting that
-    papermill injected (``-f profiles/<name>.yaml`` or ``-p key value``) or that the parameters cell
-    sets to something other than None, as an override (text read by :func:`parameter_value`). A plain
-    value in the namespace that is no setting (a misspelt ``-p`` name) is an error naming it."""
-    name = namespace.get("profile", DEFAULT_PROFILE)
-    known = set(Settings.model_fields) | set(NOTEBOOK_PARAMETERS)
-    unknown = sorted(k for k, v in namespace.items()
-                     if not k.startswith("_") and k not in known and k not in ("In", "Out")
-                     and isinstance(v, (str, int, float, bool, list, dict)) and not callable(v))
-    if unknown:
-        raise ProfileError(f"unknown parameter(s) {unknown}: not a setting of profile {name!r}; "
-                           f"known settings: {', '.join(Settings.model_fields)}")
-    values = {k: parameter_value(k, namespace[k]) for k in Settings.model_fields if k != "profile" and k in namespace}
-    overrides = {k: v for k, v in values.items() if v is not None}
-    profile = load_profile(name, **overrides).with_runs(namespace.get("runs"))
-    if namespace.get("design") is not None:  # a page led by another design than its own
-        profile.asked = {**profile.asked, "design": namespace["design"]}
-    preflight(profile, llm=False)  # the LLM designs check their backend when built (lib/llm)
-    return profile
 
 
 def profile_from_args(args: list[str]) -> Profile:

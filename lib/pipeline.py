@@ -1,25 +1,23 @@
 """Wiring: the one place where a profile becomes parts (collection, questions, searcher, LLM,
-reranker) and designs, runs are made, and saved runs are read back for the notebooks."""
+reranker) and designs, and runs are made; what the pages read back from the saved runs is
+``lib.report.queries``'s."""
 from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
 
-import pandas as pd
 
 from .config import DEFAULT_PROFILE, ROOT, Profile, parse_runs
 from .data.collection import read_collection
 from .data.papers import paper_text
 from .data.questions import read_questions, read_twopart_questions
-from .designs import Question, Result, design_class, design_names, llm_design_names
+from .designs import Question, Result, design_class, design_names
 from .errors import DataError
 from .io import digest
-from .evaluation import power, scores
-from .evaluation.metrics import per_question
 from .llm import ReplayMiss, make_llm
 from .progress import unscored
 from .llm.prompts import corpus_for
-from .runs import RecordCheck, read_checked, read_results, run_designs, run_files, run_path, write_qrels, write_trec
+from .runs import RecordCheck, read_results, run_designs, run_files, run_path, write_qrels, write_trec
 from .search.dense import DenseIndex, DenseSearcher, embedded_rows
 from .search.fusion import RRF_TIES
 from .search.embedder import Embedder
@@ -566,197 +564,5 @@ def record_check(profile: Profile, parts: "ProfileParts | None" = None) -> Recor
                        {n: expected_settings(profile, n) for n in design_names()})
 
 
-def load_scored(profile: Profile) -> scores.Scored:
-    """The profile's saved runs, each record checked (:func:`record_check`), restricted the one way
-    every table of the report uses."""
-    parts = ProfileParts(profile, progress=False)
-    return scores.load_scored(scored_questions(profile, parts.papers), results_dir(profile), record_check(profile, parts))
-
-
-def summary_for_profile(profile: Profile) -> pd.DataFrame:
-    """The per-design summary over the questions every scored run answered (as the scores notebook)."""
-    pq = load_scored(profile).pq
-    return pd.DataFrame() if pq.empty else scores.design_summary(pq)
-
-
-# the conditions of the grid: overrides of the profile, each with its own results folder
-CONDITIONS = {
-    "full questions": {},
-    "short questions": {"question_form": "short"},
-    "two-part questions": {"question_set": "twopart"},
-    "full questions, whole snapshot": {"collection_scope": "snapshot"},
-    "short questions, whole snapshot": {"collection_scope": "snapshot", "question_form": "short"},
-}
-
-
-def condition_profiles(profile: Profile) -> dict[str, Profile]:
-    """The profile in each condition of the grid (two-part only where the profile has that set; a study of
-    your own data has one condition, its own questions over its own documents)."""
-    from .config import load_profile
-
-    out = {}
-    for name, over in CONDITIONS.items():
-        if over.get("question_set") == "twopart" and not profile.twopart_questions_path:
-            continue
-        if profile.collection_source == "documents" and over:  # your own data: its questions as given, its documents
-            continue
-        out[name] = load_profile(profile.name, **{**profile.overrides, **over})
-    return out
-
-
-def condition_of(profile: Profile) -> tuple[str | None, Profile]:
-    """The condition a profile runs in (its name in ``CONDITIONS``; None where its results folder is
-    none of the grid's) and the profile of the grid it belongs to: the same profile with every
-    condition setting at its default, whose results folder holds the grid's files (comparisons.csv)."""
-    from .config import load_profile
-
-    settings = {k for over in CONDITIONS.values() for k in over}
-    base = load_profile(profile.name, **{k: v for k, v in profile.overrides.items() if k not in settings})
-    here = results_dir(profile)
-    return next((c for c, cp in condition_profiles(base).items() if results_dir(cp) == here), None), base
-
-
-def saved_runs_state(profile: Profile) -> tuple[tuple[str, int], ...]:
-    """What the pages' comparisons are computed from, cheaply: every run file of every design in every
-    condition of the profile's grid (``condition_of``), by path and size (a run grows as it is saved).
-    ``lib.report.execute.run_notebooks`` executes a page again when this changed after it ran."""
-    _, base = condition_of(profile)
-    files = {p for cp in condition_profiles(base).values() for d in design_names() for p in run_files(results_dir(cp), d)}
-    return tuple(sorted((str(p), p.stat().st_size) for p in files if p.exists()))
-
-
-def condition_table(profile: Profile) -> pd.DataFrame:
-    """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
-    condition and the paired randomization test's p-values, Holm-corrected over the whole table
-    (``<metric>_p_value``, ``<metric>_p_holm``, ``<metric>_measurable``, ``holm_family``), the
-    citation hit rate of the designs that cite papers, dense's headroom, searches and
-    latency, computed from the saved runs (reading only).
-    Runs stopped part-way are left out and named."""
-    rows = []
-    for cname, cp in condition_profiles(profile).items():
-        sc = load_scored(cp)
-        if sc.pq.empty:
-            continue
-        summary = scores.design_summary(sc.pq).set_index("design")
-        deltas = scores.deltas(sc.pq, n_resamples=cp.bootstrap_resamples, seed=cp.bootstrap_seed)
-        head = scores.headroom(sc.pq)
-        both = sc.pq.groupby("design")["both_found_at_10"].mean() if "both_found_at_10" in sc.pq else {}
-        for d, r in summary.iterrows():
-            row = {"condition": cname, "design": d, "runs": int(r.runs), "questions": int(r.questions),
-                   "both_found_at_10": both.get(d) if len(both) else None,
-                   "recall_at_5": r.recall_at_5, "mrr_at_10": r.mrr_at_10, "cited": r.get("cited"), "searches": r.searches,
-                   **{f"{m}_{e}": r[f"{m}_{e}"] for m in scores.METRICS for e in ("min", "max")},
-                   "latency_median_s": r.latency_median_s, "latency_mean_s": r.latency_mean_s,
-                   "llm_calls": r.llm_calls, "tokens": r.tokens_in + r.tokens_out,
-                   "cost_usd_per_q": r.cost_usd_per_q, "dense_misses_at_5": head["dense_misses_at_5"],
-                   "max_recall_gain": head["max_recall_gain"],
-                   "not_scored": ", ".join(f"run {k}" for dd, k in sc.partial if dd == d)}
-            for m in scores.METRICS:
-                dl = deltas[(deltas.design == d) & (deltas.metric == m)]
-                row.update({f"{m}_delta": None, f"{m}_low": None, f"{m}_high": None, f"{m}_p_value": None}
-                           if dl.empty else
-                           {f"{m}_delta": dl.delta.iloc[0], f"{m}_low": dl.low.iloc[0], f"{m}_high": dl.high.iloc[0],
-                            f"{m}_p_value": dl.p_value.iloc[0]})
-            rows.append(row)
-        for d, k in sc.partial:
-            if d not in summary.index:
-                rows.append({"condition": cname, "design": d, "runs": 0, "questions": 0,
-                             "not_scored": f"run {k} stopped part-way"})
-    # Holm's correction over every comparison the table (and so the index) makes; an escalate that called no
-    # model anywhere (its threshold chosen on dev never escalates) repeats hybrid_rerank's rows, which the
-    # tables leave out, and so leaves the family
-    table = pd.DataFrame(rows)
-    if table.empty:
-        return table
-    idle = table.design.eq("escalate") & bool((table.loc[table.design.eq("escalate"), "llm_calls"].fillna(0) == 0).all())
-    return scores.holm_wide(table, left_out=idle)
-
-
-def condition_breakdowns(profile: Profile) -> dict[str, pd.DataFrame]:
-    """Per condition (reading only), over the questions its table scores: each design against dense by
-    question style and by question length (terciles of words), each group with its question count and
-    paired bootstrap range, and the power of the paired comparison (``lib.evaluation.power``). Every
-    row names its condition."""
-    out: dict[str, list[pd.DataFrame]] = {"by_style": [], "by_length": [], "power": []}
-    for cname, cp in condition_profiles(profile).items():
-        sc = load_scored(cp)
-        if sc.pq.empty:
-            continue
-        keep = set(sc.common)
-        qs = [q for q in sc.questions if q.qid in keep]
-        n, seed = cp.bootstrap_resamples, cp.bootstrap_seed
-        parts = {"by_style": scores.breakdown(sc.pq, {q.qid: q.style or "(none)" for q in qs}, n, seed),
-                 "by_length": scores.breakdown(sc.pq, scores.length_bins(qs), n, seed),
-                 "power": power.power_table(sc.pq)}
-        for k, df in parts.items():
-            out[k].append(df.assign(condition=cname)[["condition", *df.columns]])
-    return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in out.items()}
-
-
-SUMMARY_COLUMNS = ["design", "runs", "questions", "recall_at_5", "mrr_at_10", "searches", "latency_median_s",
-                   "llm_calls", "cost_usd_per_q", "cost_total_usd"]
-
-
-def saved_design_summary(profile: Profile, name: str) -> pd.DataFrame:
-    """One design's summary from its saved complete runs (the partial-run rule of the scores notebook),
-    every record checked first."""
-    parts = ProfileParts(profile, progress=False)
-    sources = {q.qid: q.source_id for q in scored_questions(profile, parts.papers)}
-    check = record_check(profile, parts)
-    res = [r for p in run_files(results_dir(profile), name) for r in read_checked(p, name, check)]
-    if not any(r.qid in sources for r in res):  # no run saved yet
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    pq = scores.scored_runs(per_question(res, sources), len(sources))
-    return pq if pq.empty else scores.design_summary(pq)[SUMMARY_COLUMNS]
-
-
-def provenance_table(profile: Profile, name: str) -> pd.DataFrame:
-    """Which profile, models and backend produced each saved run of a design."""
-    rows = []
-    for p in run_files(results_dir(profile), name):
-        res = read_results(p)
-        if res:
-            rows.append({"run file": str(p.relative_to(profile.results_dir.parent)), "questions": len(res),
-                         **res[0].provenance})
-    return pd.DataFrame(rows)
-
-
-def escalation_outcomes(profile: Profile) -> pd.DataFrame:
-    """Per condition and run of escalate (reading only): how often it escalated, how often that
-    helped or hurt MRR@10 against its own first pass, and its LLM use against always running the
-    agent (the agent design's saved runs in the same condition)."""
-    from .evaluation.escalation import outcomes
-
-    rows = []
-    for cname, cp in condition_profiles(profile).items():
-        qs = scored_questions(cp)
-        sources, rdir = {q.qid: q.source_id for q in qs}, results_dir(cp)
-        agent = [r for path in run_files(rdir, "agent") for r in read_results(path) if r.qid in sources]
-        agent_calls = sum(r.llm_calls for r in agent) / len(agent) if agent else None
-        agent_tokens = sum(r.tokens_in + r.tokens_out for r in agent) / len(agent) if agent else None
-        for path in run_files(rdir, "escalate"):
-            res = [r for r in read_results(path) if r.qid in sources]
-            if len(res) < len(qs):  # a run stopped part-way is left out
-                continue
-            o = outcomes(res, sources)
-            calls, tokens = o["llm_calls"] / o["questions"], o["tokens"] / o["questions"]
-            rows.append({"condition": cname, "run": int(path.stem[3:]), "questions": o["questions"],
-                         "escalated": o["escalated"], "escalated_share": o["rate"], "helped": o["helped"],
-                         "hurt": o["hurt"], "unchanged": o["unchanged"], "llm_calls_per_q": calls,
-                         "agent_llm_calls_per_q": agent_calls, "tokens_per_q": tokens, "agent_tokens_per_q": agent_tokens,
-                         "calls_saved_vs_agent": (1 - calls / agent_calls) if agent_calls else None,
-                         "cost_usd_per_q": o["cost_usd"] / o["questions"]})
-    return pd.DataFrame(rows)
-
-
-def design_page(profile: Profile, name: str, runs=None) -> dict:
-    """What a design notebook shows: run (or resume) the design, then its summary and provenance."""
-    out = run(profile, name, runs=runs)
-    return {"runs": out, "summary": saved_design_summary(profile, name),
-            "provenance": provenance_table(profile, name)}
-
-
-__all__ = ["all_questions", "collection", "condition_breakdowns", "condition_profiles", "condition_table",
-           "design_class", "design_names", "design_page", "escalation_outcomes", "llm_design_names", "load_scored",
-           "make_design", "provenance_table", "questions_path", "results_dir", "run", "run_many", "saved_design_summary",
-           "scored_questions", "search_papers", "searcher", "summary_for_profile"]
+__all__ = ["all_questions", "collection", "design_class", "design_names", "make_design", "questions_path", "results_dir",
+           "run", "run_many", "scored_questions", "search_papers", "searcher"]

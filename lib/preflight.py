@@ -1,14 +1,16 @@
 """Before any work: the live parts a profile names (the Anthropic API key, the Hugging Face Hub,
 the arXiv API) and the local model of llm_backend 'local' are checked, so a profile that cannot
 run stops within seconds with a clear message, never after embedding a collection, and never
-falling back to the offline parts."""
+falling back to the offline parts. A page's profile (:func:`notebook_profile`) is checked here too."""
 from __future__ import annotations
 
 import importlib.util
 import os
 import socket
 import urllib.parse
+from typing import Any
 
+from .config import DEFAULT_PROFILE, NOTEBOOK_PARAMETERS, Profile, Settings, load_profile, parameter_value
 from .errors import ProfileError
 from .paths import shown_path
 
@@ -157,3 +159,25 @@ def pages_to_run(profile, names: list[str], designs_of: dict[str, tuple[str, ...
     return run, (f"not run: {', '.join(ask)} (they ask the model, and {'; '.join(problems)}); "
                  f"the other {len(run)} page(s) run without it, and the same command runs these once the model "
                  "can answer")
+
+
+def notebook_profile(namespace: dict[str, Any]) -> Profile:
+    """The profile a notebook runs with: ``profile`` from its parameters, and every setting that
+    papermill injected (``-f profiles/<name>.yaml`` or ``-p key value``) or that the parameters cell
+    sets to something other than None, as an override (text read by :func:`parameter_value`). A plain
+    value in the namespace that is no setting (a misspelt ``-p`` name) is an error naming it."""
+    name = namespace.get("profile", DEFAULT_PROFILE)
+    known = set(Settings.model_fields) | set(NOTEBOOK_PARAMETERS)
+    unknown = sorted(k for k, v in namespace.items()
+                     if not k.startswith("_") and k not in known and k not in ("In", "Out")
+                     and isinstance(v, (str, int, float, bool, list, dict)) and not callable(v))
+    if unknown:
+        raise ProfileError(f"unknown parameter(s) {unknown}: not a setting of profile {name!r}; "
+                           f"known settings: {', '.join(Settings.model_fields)}")
+    values = {k: parameter_value(k, namespace[k]) for k in Settings.model_fields if k != "profile" and k in namespace}
+    overrides = {k: v for k, v in values.items() if v is not None}
+    profile = load_profile(name, **overrides).with_runs(namespace.get("runs"))
+    if namespace.get("design") is not None:  # a page led by another design than its own
+        profile.asked = {**profile.asked, "design": namespace["design"]}
+    preflight(profile, llm=False)  # the LLM designs check their backend when built (lib/llm)
+    return profile

@@ -17,7 +17,7 @@ from .progress import bar as tqdm  # progress in the terminal, never in a page
 
 from .designs import Design, Question, Result
 from .errors import DataError
-from .evaluation.relevance import judgements
+from .data.relevance import judgements
 from .io import Appender, locked, read_jsonl, repair_torn_tail, write_text
 
 # provenance entries that say how a result was obtained but not what it depends on

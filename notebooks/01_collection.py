@@ -49,7 +49,7 @@ from lib.data.collection import make_collection
 from lib.report.collection import collection_reading, documents_table, draw_table, lookalike_pair
 from lib.report.pages import open_page, reading, show
 from lib.report import plots
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 
 cfg = notebook_profile(globals())
 rows, manifest = make_collection(cfg)  # first: the page's opening names what was imported, on a first run too

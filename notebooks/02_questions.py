@@ -49,9 +49,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import notebook_profile, shown_path
+from lib.config import shown_path
+from lib.preflight import notebook_profile
 from lib.data.questions import copied_ngrams, read_twopart_questions, word_count
-from lib.evaluation.relevance import relevant_ids
+from lib.data.relevance import relevant_ids
 from lib.report import plots
 from lib.report.collection import length_words, questions_reading
 from lib.report.display import safe_table

@@ -29,7 +29,7 @@ question_form = None    # full | short
 question_limit = None   # e.g. 20 to try the design on the first 20 questions
 
 # %%
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 from lib.report.pages import design_page, finding
 
 page = design_page(notebook_profile(globals()), "dense")

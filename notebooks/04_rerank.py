@@ -35,7 +35,7 @@ question_limit = None   # e.g. 20 to try the design on the first 20 questions
 rerank_k = None         # None: the profile's (50, as in the article)
 
 # %%
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 from lib.report.pages import design_page, finding, reranker_report
 
 cfg = notebook_profile(globals())

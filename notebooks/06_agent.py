@@ -38,7 +38,7 @@ runs = None             # None: the profile's n_runs (replay: the runs recorded)
 llm_backend = None      # None: the profile's (offline: replay); local or anthropic calls a model
 
 # %%
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 from lib.report.agent import agent_section
 from lib.report.pages import design_page, finding
 

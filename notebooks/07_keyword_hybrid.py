@@ -30,7 +30,7 @@ question_limit = None   # e.g. 20 to try the designs on the first 20 questions
 hybrid_depth = None     # None: the profile's (50)
 
 # %%
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 from lib.report.pages import design_page, finding
 
 cfg = notebook_profile(globals())

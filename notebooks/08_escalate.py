@@ -40,7 +40,7 @@ runs = None                 # None: the runs recorded; e.g. [1]
 llm_backend = None          # None: the profile's (offline: replay); local or anthropic calls a model
 
 # %%
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 from lib.report.escalation import outcomes_report, selection_report
 from lib.report.pages import design_page, finding
 

@@ -65,7 +65,7 @@ runs = None               # None: the runs recorded (a stub: the profile's n_run
 llm_backend = None        # None: the profile's (offline: replay); local or anthropic calls a model
 
 # %%
-from lib.config import notebook_profile
+from lib.preflight import notebook_profile
 from lib.report import loop as loop_report
 from lib.report.pages import design_page
 

@@ -39,7 +39,9 @@ question_form = None   # full | short
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import ROOT, notebook_profile, shown_path
+from lib.report import queries
+from lib.config import ROOT, shown_path
+from lib.preflight import notebook_profile
 from lib.evaluation import power, scores
 from lib.io import write_json, write_text
 from lib.report import loop as loop_report
@@ -52,7 +54,7 @@ cfg = notebook_profile(globals())
 open_page(cfg, "bootstrap_resamples", "bootstrap_seed")
 names = design_namer(cfg)
 rdir = pipeline.results_dir(cfg)
-sc = pipeline.load_scored(cfg)
+sc = queries.load_scored(cfg)
 qs, pq_all, pq, common, partial = sc.questions, sc.pq_all, sc.pq, sc.common, sc.partial
 runs_saved = pq_all.groupby(["design", "run"]).qid.count().rename("questions answered").reset_index()
 runs_saved["scored"] = [(d, r) not in set(partial) for d, r in zip(runs_saved.design, runs_saved.run)]
@@ -154,7 +156,7 @@ plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png", names=nam
 # saved and named, not scored.
 
 # %%
-conditions = pipeline.condition_table(cfg)
+conditions = queries.condition_table(cfg)
 plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png", names=names)
 
 # %%
@@ -173,7 +175,7 @@ whole_table(conditions[[c for c in shown if c in conditions]] if not conditions.
 # Holm-adjusted p-value below 0.05. The same columns are in `deltas.csv` and `summary.json`.
 
 # %%
-here = next((c for c, cp in pipeline.condition_profiles(cfg).items() if pipeline.results_dir(cp) == rdir), None)
+here = next((c for c, cp in queries.condition_profiles(cfg).items() if pipeline.results_dir(cp) == rdir), None)
 deltas = scores.family_from(deltas, conditions, here)
 show(deltas[["design", "metric", "questions", "delta", "low", "high", "p_value", "p_holm", "measurable"]], profile=cfg,
      decimals_for={"p_value": 4, "p_holm": 4})
@@ -198,7 +200,7 @@ plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png", n
 # condition's question count can detect.
 
 # %%
-per_condition = pipeline.condition_breakdowns(cfg)
+per_condition = queries.condition_breakdowns(cfg)
 whole_table(per_condition["by_style"], cfg, "conditions_by_style", "every condition, by question style")
 whole_table(per_condition["by_length"], cfg, "conditions_by_length", "every condition, by question length")
 whole_table(per_condition["power"], cfg, "conditions_power", "every condition, power against dense", decimals=4)
@@ -234,7 +236,7 @@ write_json(rdir / "summary.json", {"profile": cfg.name, "question_form": cfg.que
                                     "headroom": head, "designs": summary.to_dict(orient="records"),
                                     "against_dense": deltas.to_dict(orient="records"),
                                     "loop": loop_report.summary_record(sc),
-                                    "provenance": {d: pipeline.provenance_table(cfg, d).to_dict(orient="records")
+                                    "provenance": {d: queries.provenance_table(cfg, d).to_dict(orient="records")
                                                    for d in pipeline.design_names()}})
 expected = rdir / "expected_scores.json"
 drift = scores.check_drift(summary, expected) if expected.exists() else None

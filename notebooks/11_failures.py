@@ -31,14 +31,14 @@ question_form = None
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib import pipeline
-from lib.config import notebook_profile
+from lib.report import queries
+from lib.preflight import notebook_profile
 from lib.evaluation import failures
 from lib.report.pages import open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
 open_page(cfg)
-sc = pipeline.load_scored(cfg)
+sc = queries.load_scored(cfg)
 qtext = {q.qid: q.text for q in sc.questions}
 pq, results = sc.pq, sc.results
 

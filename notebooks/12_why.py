@@ -48,17 +48,18 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lib import pipeline
-from lib.config import notebook_profile
-from lib.evaluation import loss, why_tables
+from lib.preflight import notebook_profile
+from lib.evaluation import loss
 from lib.io import write_text
-from lib.report import why, why_plots
+from lib.report import why, why_plots, why_tables
 from lib.report.display import fixed, safe_table
 from lib.report.model_size import model_label
 from lib.report.pages import open_page, reading
+from lib.report.queries import conditions_records
 
 cfg = notebook_profile(globals())
 open_page(cfg, "rrf_k", "agent_max_searches")
-records = loss.conditions_records(cfg, ("agent", "multiquery", "loop_question_first"))
+records = conditions_records(cfg, ("agent", "multiquery", "loop_question_first"))
 tables = why_tables.conditions_tables(records)
 # saved beside the results for the index: the shipped study's in results/, any other run's in its own folder
 out_dir = pipeline.results_dir(cfg) if cfg.shipped or cfg.own_dir is not None else cfg.report_dir / "why"

@@ -141,6 +141,7 @@ def write_index(cfg) -> Path | None:
     atomically, so a failed write leaves the files that were there whole. For the shipped report
     the README's generated answer and results table are brought up to date too."""
     from lib import pipeline
+    from lib.report import queries
     from lib.io import write_bytes
     from lib.report.display import spreadsheet_safe
     from lib.report.index_page import (build_index, readme_answer, readme_results, runs_table, update_readme,
@@ -149,13 +150,13 @@ def write_index(cfg) -> Path | None:
     if not (pipeline.results_dir(cfg) / "summary.json").exists():
         return None
     figs = {k: cfg.figures_dir / f"{cfg.name}_{k}.png" for k in ("headline", "frontier", "conditions")}
-    every = pipeline.condition_table(cfg)
+    every = queries.condition_table(cfg)
     conditions, left_out = without_idle_escalate(every, cfg)  # escalate that never escalates repeats hybrid_rerank
     # the table the index's charts are drawn from, beside the pages' tables (tests/test_figures_reproduce.py
     # redraws the committed charts from it, byte for byte)
     write_bytes(cfg.report_dir / "tables" / CHART_TABLE, spreadsheet_safe(conditions).to_csv(index=False).encode("utf-8"))
     try:
-        scored = pipeline.load_scored(cfg)
+        scored = queries.load_scored(cfg)
     except DataError as exc:
         print(f"warning: the agent's table on the index is left out: {exc}", file=sys.stderr)
         scored = None

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib import pipeline  # noqa: E402
 from lib.config import load_profile  # noqa: E402
-from lib.evaluation.relevance import judgements  # noqa: E402
+from lib.data.relevance import judgements  # noqa: E402
 from lib.io import write_text  # noqa: E402
 
 profile_name, folder = sys.argv[1], Path(sys.argv[2])

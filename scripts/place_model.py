@@ -18,10 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pandas as pd  # noqa: E402
 
 from lib import pipeline  # noqa: E402
+from lib.report import queries  # noqa: E402
 from lib.config import DEFAULT_PROFILE, env_overrides, load_profile  # noqa: E402
 from lib.errors import DataError, ProfileError  # noqa: E402
 from lib.evaluation import judges  # noqa: E402
-from lib.evaluation.why_tables import TREE  # noqa: E402
+from lib.report.why_tables import TREE  # noqa: E402
 from lib.llm.base import LLMError  # noqa: E402
 from lib.report import why  # noqa: E402
 from lib.report.model_size import model_label  # noqa: E402
@@ -41,7 +42,7 @@ def settings_of(words: list[str]) -> dict[str, str]:
 
 def condition_name(profile) -> str:
     """The grid's condition whose settings the profile has (full questions when none differs)."""
-    return next((c for c, over in reversed(pipeline.CONDITIONS.items())
+    return next((c for c, over in reversed(queries.CONDITIONS.items())
                  if over and all(profile.settings.get(k) == v for k, v in over.items())), "full questions")
 
 

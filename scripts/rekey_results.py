@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pandas as pd  # noqa: E402
 
 from lib import pipeline  # noqa: E402
+from lib.report import queries  # noqa: E402
 from lib.config import ROOT, load_profile  # noqa: E402
 from lib.designs import REGISTRY, design_class  # noqa: E402
 from lib.errors import DataError  # noqa: E402
@@ -38,7 +39,7 @@ SUPERSEDED = ("agent", "agent_rerank")  # the old agent's runs are not migrated:
 
 
 def profiles() -> list:
-    out = list(pipeline.condition_profiles(load_profile("offline")).values())
+    out = list(queries.condition_profiles(load_profile("offline")).values())
     out += [load_profile("dev"), load_profile("pilot")]
     return out
 

@@ -123,7 +123,7 @@ def main(argv: list[str]) -> int:
     from jupyter_client.kernelspec import NoSuchKernel
 
     try:
-        from lib.pipeline import saved_runs_state  # a page executed before the last run was saved runs again
+        from lib.report.queries import saved_runs_state  # a page executed before the last run was saved runs again
         from lib.report.kernel import ensure_kernel  # the kernel starts this venv's interpreter, repaired if not
 
         for note in ensure_kernel():

@@ -22,6 +22,7 @@ from lib.evaluation import merge_selection as sel  # noqa: E402
 from lib.evaluation import merges  # noqa: E402
 from lib.evaluation.metrics import scores_of  # noqa: E402
 from lib.io import write_json  # noqa: E402
+from lib.report import queries  # noqa: E402
 from lib.runs import read_checked, run_path  # noqa: E402
 
 # the escalation probe's settings (scripts/select_escalation.py): every dev question escalated, run 1
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
     write_json(target, record)
     print(f"wrote {shown_path(target)}; chosen: {choice['arm']} ({choice['why']}); dense MRR@10 {d.mrr_at_10.mean():.4f}")
     if args.conditions:
-        out = merges.conditions_merges(load_profile(args.profile), chosen=choice["arm"])
+        out = queries.conditions_merges(load_profile(args.profile), chosen=choice["arm"])
         path = load_profile(args.profile).results_dir / "merges.csv"
         out.to_csv(path, index=False)
         print(f"wrote {shown_path(path)}: {len(out)} rows")

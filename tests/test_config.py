@@ -1,6 +1,7 @@
 import pytest
 
-from lib.config import condition_env, env_overrides, load_profile, notebook_profile
+from lib.config import condition_env, env_overrides, load_profile
+from lib.preflight import notebook_profile
 from lib.errors import ModelUnavailable, ProfileError
 from lib.search.embedder import load_sentence_transformer
 from lib.llm import LLMError, make_llm

@@ -165,12 +165,13 @@ def test_saved_escalate_runs_read_back_per_condition():
     """The shipped escalate runs, as notebook 8 reads them: one row per condition with a complete
     run, escalations counted from the records, and LLM calls against the agent's saved runs."""
     from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
 
     cfg = load_profile("offline")
-    table = pipeline.escalation_outcomes(cfg).set_index("condition")
+    table = queries.escalation_outcomes(cfg).set_index("condition")
     assert {"full questions", "short questions", "two-part questions"} <= set(table.index)
-    for cname, cp in pipeline.condition_profiles(cfg).items():
+    for cname, cp in queries.condition_profiles(cfg).items():
         if cname not in table.index:
             continue
         res = pipeline.read_results(pipeline.run_path(cp.results_dir, "escalate", 1))

@@ -264,13 +264,14 @@ def test_a_design_page_takes_the_index_family_from_the_saved_runs_not_a_stale_fi
     import pandas as pd
 
     from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
     from lib.evaluation import scores
     from lib.report import pages
 
     cfg = load_profile("offline")
     deltas = pages.against_dense(cfg, "loop_question_first")[0]
-    family = scores.comparisons(pipeline.condition_table(cfg))
+    family = scores.comparisons(queries.condition_table(cfg))
     saved = pd.read_csv(pipeline.results_dir(cfg) / "comparisons.csv")
     pd.testing.assert_frame_equal(saved[["condition", "design", "metric", "questions", "p_holm", "family"]],
                                   family[["condition", "design", "metric", "questions", "p_holm", "family"]],
@@ -287,10 +288,11 @@ def test_a_design_page_takes_the_index_family_from_the_saved_runs_not_a_stale_fi
 
 def test_a_profile_names_its_condition_and_the_grid_it_belongs_to():
     from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
 
     short = load_profile("offline", question_form="short", collection_scope="snapshot")
-    name, base = pipeline.condition_of(short)
+    name, base = queries.condition_of(short)
     assert name == "short questions, whole snapshot"
     assert pipeline.results_dir(base) == pipeline.results_dir(load_profile("offline"))
-    assert pipeline.condition_of(load_profile("offline"))[0] == "full questions"
+    assert queries.condition_of(load_profile("offline"))[0] == "full questions"

@@ -408,6 +408,7 @@ def test_a_stub_run_never_lands_in_the_main_results(tmp_path, monkeypatch):
 
 def test_the_pipeline_runs_the_loop_with_a_stub_and_names_it(tmp_path):
     from lib import pipeline
+    from lib.report import queries
 
     cfg = load_profile("pilot", loop_backend="scripted", question_limit=3, results_dir=str(tmp_path))
     parts = pipeline.ProfileParts(cfg, progress=False)
@@ -417,7 +418,7 @@ def test_the_pipeline_runs_the_loop_with_a_stub_and_names_it(tmp_path):
     assert len(res) == 3 and out[1][0].ranked_ids == res[0].ranked_ids
     assert res[0].provenance["llm_backend"] == "stub:scripted" and res[0].provenance["loop_backend"] == "scripted"
     assert res[0].provenance["loop_max_tokens"] == cfg.loop_max_tokens and res[0].stop_reason == "stop"
-    table = pipeline.provenance_table(cfg, "loop")
+    table = queries.provenance_table(cfg, "loop")
     assert table.loc[0, "loop_max_steps"] == cfg.loop_max_steps
 
 

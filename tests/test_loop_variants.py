@@ -11,6 +11,7 @@ import httpx2
 import pytest
 
 from lib import pipeline
+from lib.report import queries
 from lib.config import ROOT, load_profile
 from lib.designs import REGISTRY, Question, Result, design_names
 from lib.designs.loop import (CODE_CALL_ID, LoopDesign, LoopQuestionFirstDesign, code_searches, model_queries,
@@ -283,16 +284,16 @@ def test_the_loss_reads_the_question_first_loop_as_searching_the_question_first(
 def test_the_question_first_loop_is_left_out_of_the_loss_where_it_never_ran(monkeypatch):
     ran = {"b"}
 
-    def fake(cp, cname, designs, article):
+    def fake(rec, cname, designs, article):
         return [loss.DesignLoss(cname, d, status="" if (d != "loop_question_first" or cname in ran) else
                                 "no saved run") for d in designs]
 
-    monkeypatch.setattr(pipeline, "condition_profiles", lambda p: {"a": p, "b": p})
+    records = {c: loss.ConditionRecords([], {}) for c in ("a", "b")}
     monkeypatch.setattr(loss, "condition_loss", fake)
     monkeypatch.setattr(loss, "article_search_use", lambda: {})
-    assert sum(x.design == "loop_question_first" for x in loss.conditions_loss(None)) == 2  # ran in b: both named
+    assert sum(x.design == "loop_question_first" for x in loss.conditions_loss(records)) == 2  # ran in b: both named
     ran.clear()
-    assert {x.design for x in loss.conditions_loss(None)} == {"agent", "multiquery", "loop"}
+    assert {x.design for x in loss.conditions_loss(records)} == {"agent", "multiquery", "loop"}
 
 
 def test_the_report_funnel_counts_only_the_models_own_queries():
@@ -534,7 +535,7 @@ def test_the_loop_page_shows_the_loop_in_every_condition_from_its_saved_runs(mon
     cfg = load_profile("offline")
     lead = loop_report.lead_design(None)
     table = loop_report.conditions_page(cfg, lead).set_index("condition")
-    grid = pipeline.condition_profiles(cfg)
+    grid = queries.condition_profiles(cfg)
     assert list(table.index) == list(grid)
     run_somewhere = False
     for cname, cp in grid.items():

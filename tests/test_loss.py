@@ -225,8 +225,10 @@ def test_the_agents_account_counts_its_stop_judgement():
 def test_a_design_without_complete_runs_is_named(tmp_path):
     from lib.config import load_profile
 
+    from lib.report.queries import condition_records
+
     cfg = load_profile("pilot", results_dir=str(tmp_path / "results"))
-    out = loss.condition_loss(cfg, "full questions", designs=("agent", "loop"))
+    out = loss.condition_loss(condition_records(cfg, ("agent", "loop")), "full questions", designs=("agent", "loop"))
     assert [(x.design, x.status) for x in out] == [("agent", "no saved run"), ("loop", "no saved run")]
     st = loss.status_table(out)
     assert list(st.status) == ["no saved run", "no saved run"] and list(st["runs analysed"]) == ["—", "—"]

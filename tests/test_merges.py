@@ -139,13 +139,13 @@ def test_the_saved_merge_table_covers_every_saved_run_of_every_condition():
     """results/merges.csv (scripts/select_merge.py --conditions) re-fuses the saved queries of every complete
     run; a run added later (a new run in a condition) must be in it, or page 6 would read fewer runs than the
     index. Rerun ``python scripts/select_merge.py --conditions`` after adding runs."""
-    from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
 
     base = load_profile("offline")
     table = pd.read_csv(base.results_dir / "merges.csv")
-    for cname, cp in pipeline.condition_profiles(base).items():
-        pq = pipeline.load_scored(cp).pq
+    for cname, cp in queries.condition_profiles(base).items():
+        pq = queries.load_scored(cp).pq
         for design in merges.MERGE_DESIGNS:
             saved = sorted(int(r) for r in pq[pq.design == design].run.unique())
             rows = table[(table.condition == cname) & (table.design == design) & (table.run.astype(str) != "mean")]

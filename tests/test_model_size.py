@@ -7,6 +7,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from lib import pipeline  # noqa: E402
+from lib.report import queries  # noqa: E402
 from lib.config import ROOT, load_profile  # noqa: E402
 from lib.report import model_size as ms  # noqa: E402
 from lib.report.article import article_figures  # noqa: E402
@@ -34,7 +35,7 @@ def test_axis_table_agrees_with_the_condition_table_for_the_profiles_model():
     table = ms.axis_table(cfg, designs=("agent",), conditions=("full questions",))
     own = table[table.model == OWN].iloc[0]
     assert own.status == "scored" and own.folder == "results/pilot"
-    cond = pipeline.condition_table(load_profile("pilot"))
+    cond = queries.condition_table(load_profile("pilot"))
     ref = cond[(cond.condition == "full questions") & (cond.design == "agent")].iloc[0]
     for m in ("recall_at_5", "mrr_at_10"):
         assert own[f"{m}_delta"] == pytest.approx(ref[f"{m}_delta"]) and own[m] == pytest.approx(ref[m])

@@ -56,19 +56,19 @@ def test_power_on_a_subset_of_designs_says_what_it_needs(designs, why):
 def test_a_results_folder_with_dense_alone_is_scored_and_one_without_dense_is_refused_by_name(tmp_path):
     """The probe: the saved dense run alone in a results folder scores (summary, per-condition table,
     breakdowns, power with its reason); a folder without dense stops with the baseline named."""
-    from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
     from lib.errors import DataError
 
     shutil.copytree(ROOT / "results" / "dense", tmp_path / "only-dense" / "dense")
     cfg = load_profile("offline", results_dir=str(tmp_path / "only-dense"))
-    assert list(pipeline.summary_for_profile(cfg).design) == ["dense"]
-    power = pipeline.condition_breakdowns(cfg)["power"]
+    assert list(queries.summary_for_profile(cfg).design) == ["dense"]
+    power = queries.condition_breakdowns(cfg)["power"]
     assert power.empty and "sd_of_differences" in power.columns
-    assert "only dense is saved" in power_sentence(power_table(pipeline.load_scored(cfg).pq))
+    assert "only dense is saved" in power_sentence(power_table(queries.load_scored(cfg).pq))
     shutil.copytree(ROOT / "results" / "bm25", tmp_path / "no-dense" / "bm25")
     with pytest.raises(DataError, match=r"no-dense/dense: the baseline \(dense\) has no complete run"):
-        pipeline.summary_for_profile(load_profile("offline", results_dir=str(tmp_path / "no-dense")))
+        queries.summary_for_profile(load_profile("offline", results_dir=str(tmp_path / "no-dense")))
 
 
 def test_power_with_dense_and_one_other_design_sizes_that_one():
@@ -190,7 +190,7 @@ def test_a_run_with_parameters_renders_into_its_own_folder(params):
     # the kernel reads the same parameters the same way (papermill's injected values), so the page goes there too
     from papermill.cli import _resolve_type
 
-    from lib.config import notebook_profile
+    from lib.preflight import notebook_profile
 
     namespace = {**yaml.safe_load((ROOT / "profiles" / "offline.yaml").read_text()), "profile": "offline", "runs": None,
                  "design": None, **{params[i + 1]: _resolve_type(params[i + 2]) for i in range(0, len(params), 3)}}

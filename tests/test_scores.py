@@ -110,14 +110,15 @@ def test_partial_runs_are_left_out_not_shrinking_the_comparison():
 def test_saved_results_of_every_condition_match_their_expected_scores():
     """The drift check (2CR) over every condition's saved runs, as the report reads them."""
     from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
 
     checked = 0
-    for name, cp in pipeline.condition_profiles(load_profile("offline")).items():
+    for name, cp in queries.condition_profiles(load_profile("offline")).items():
         expected = pipeline.results_dir(cp) / "expected_scores.json"
         if not expected.exists():
             continue
-        drift = check_drift(pipeline.summary_for_profile(cp), expected)
+        drift = check_drift(queries.summary_for_profile(cp), expected)
         assert (drift.status == "ok").all(), f"{name}: scores drifted from {expected}:\n{drift}"
         checked += 1
     assert checked >= 1
@@ -178,12 +179,12 @@ def test_power_sentence_states_the_tables_own_numbers():
 def test_breakdowns_and_power_cover_every_condition_with_saved_runs():
     """By style, by length and power per condition, each row naming its condition, groups adding up to
     the questions that condition scores, and each group's delta its own mean minus dense's."""
-    from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
 
     cfg = load_profile("offline")
-    out = pipeline.condition_breakdowns(cfg)
-    table = pipeline.condition_table(cfg)
+    out = queries.condition_breakdowns(cfg)
+    table = queries.condition_table(cfg)
     scored = table[table.questions.fillna(0) > 0]
     assert set(out["power"].condition) == set(scored.condition)
     for c, g in scored.groupby("condition"):
@@ -205,12 +206,13 @@ def test_breakdowns_and_power_cover_every_condition_with_saved_runs():
 def test_every_committed_summary_is_derived_from_its_runs(name):
     """The committed summary.json holds what its saved runs give now (a summary left from older runs fails)."""
     from lib import pipeline
+    from lib.report import queries
     from lib.config import load_profile
 
     cfg = load_profile(name)
     path = pipeline.results_dir(cfg) / "summary.json"
     saved = {d["design"]: d for d in json.loads(path.read_text())["designs"]}
-    now = design_summary(pipeline.load_scored(cfg).pq).set_index("design")
+    now = design_summary(queries.load_scored(cfg).pq).set_index("design")
     assert sorted(saved) == sorted(now.index), path
     for design, row in now.iterrows():
         for col in ("runs", "questions", "recall_at_5", "mrr_at_10", "searches", "llm_calls"):

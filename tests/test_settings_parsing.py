@@ -12,9 +12,9 @@ from papermill.translators import translate_parameters
 
 import lib.config as config
 import lib.preflight as pf
-from lib.config import ROOT, load_profile, notebook_profile, parameter_value, profile_from_args
+from lib.config import ROOT, load_profile, parameter_value, profile_from_args
 from lib.errors import ProfileError
-from lib.preflight import local_model_missing, preflight
+from lib.preflight import local_model_missing, notebook_profile, preflight
 
 NOTEBOOK = ROOT / "notebooks" / "01_collection.ipynb"
 

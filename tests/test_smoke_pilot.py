@@ -6,6 +6,7 @@ import json
 import pytest
 
 from lib import pipeline
+from lib.report import queries
 from lib.evaluation import scores
 from lib.data.collection import make_collection
 from lib.config import ROOT, load_profile
@@ -31,7 +32,7 @@ def pilot(request, tmp_path_factory):
 def test_pilot_scores_match_expected(pilot):
     for design in pipeline.design_names():  # resumes the saved runs: runs whatever is not saved yet
         pipeline.run(pilot, design, progress=False)
-    summary = pipeline.summary_for_profile(pilot)
+    summary = queries.summary_for_profile(pilot)
     drift = scores.check_drift(summary, ROOT / "results" / "pilot" / "expected_scores.json")
     expected = json.loads((ROOT / "results" / "pilot" / "expected_scores.json").read_text())
     assert set(summary["design"]) == set(expected["designs"]), "a design is missing from the smoke run"

@@ -16,7 +16,7 @@ from lib.config import ROOT, STUDIES_DIR, load_profile
 from lib.data.study import import_study
 from lib.errors import DataError, ProfileError
 from lib.evaluation.metrics import per_question, scores_of
-from lib.evaluation.relevance import encode, judgements, relevant_ids
+from lib.data.relevance import encode, judgements, relevant_ids
 
 SHIPPED = ("data", "results", "figures", "report", "models")
 EXAMPLE = ROOT / "examples" / "beir-dev"

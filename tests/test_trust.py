@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from lib.config import ROOT, load_profile, notebook_profile, profile_from_args
+from lib.config import ROOT, load_profile, profile_from_args
+from lib.preflight import notebook_profile
 from lib.data.questions import read_questions
 from lib.designs import Question
 from lib.designs.dense import DenseDesign

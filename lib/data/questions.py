@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import DataError
-from ..evaluation.relevance import judgements
+from .relevance import judgements
 from ..io import read_utf8, write_text
 
 STYLES = ("specific", "problem", "vague")

@@ -1,7 +1,7 @@
 """A study of your own data (``make study``): the documents, the questions and their relevance
 judgements read from the user's files (``lib/data/documents.py``) and written once into the study's
 own data folder, in the shapes every other step reads — ``collection.jsonl`` (one row per document),
-``questions.csv`` (each question's judgements in its source field, ``lib/evaluation/relevance.py``)
+``questions.csv`` (each question's judgements in its source field, ``lib/data/relevance.py``)
 and ``collection_manifest.json`` (which files, their digests, the counts). The import is keyed by
 the files' bytes and the settings that read them, so a rerun reads nothing twice and a changed file
 is imported again."""
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config import ROOT, Profile, profile_file, shown_path
 from ..errors import DataError
-from ..evaluation.relevance import encode
+from .relevance import encode
 from ..io import HeldLock, acquire, write_bytes, write_json, write_jsonl
 from .draw import draw_sources, tfidf_neighbours
 from .papers import Paper, read_collection

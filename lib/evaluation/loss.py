@@ -16,9 +16,9 @@ design's own saved queries can be searched again:
    (:func:`ceilings_table`).
 
 :func:`account` puts the parts side by side (numbers only: the sentences are written in
-``lib.report.why``). :func:`condition_loss` and :func:`conditions_loss` read a profile's saved complete
-runs (through ``lib.pipeline``; :func:`condition_records`, the re-searched lists cached on disk) and
-return every table. Where each difference comes from, decision by decision, is
+``lib.report.why``). :func:`condition_loss` and :func:`conditions_loss` take a condition's saved complete
+runs (read by ``lib.report.queries.condition_records``, the re-searched lists cached on disk:
+:func:`cached_search`) and return every table. Where each difference comes from, decision by decision, is
 ``lib.evaluation.why_paths``'s; the residual split below cannot blame the queries where the question is
 one of the searches, so it is kept as a table, not as the answer.
 
@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import inspect
 import json
 import os
+import pickle
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +46,13 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..data.relevance import relevant_ids
 from ..designs import Question, Result
-from ..designs.loop import LOOP_DESIGNS, QUESTION_FIRST, model_queries, ranked_list
+from ..designs.loop import LOOP_DESIGNS, QUESTION_FIRST, model_queries, ranked_list, shown_ids
+from ..paths import ROOT
 from ..search.fusion import rrf
 from .failures import added_words
 from .metrics import paired_bootstrap, scores_of
-from .relevance import relevant_ids
 
 LOSS_DESIGNS = ("agent", "multiquery", "loop", QUESTION_FIRST)
 # designs taken apart only where some condition has a saved run of them (else left out, not listed as missing)
@@ -170,8 +173,6 @@ def stop_grid(table: pd.DataFrame) -> pd.DataFrame:
 def article_search_use() -> dict:
     """The article's agent: the share of questions it stopped after one search and used all three
     (``data/article_figures.json``, its "Other reported figures")."""
-    from ..config import ROOT
-
     other = json.loads((ROOT / "data" / "article_figures.json").read_text(encoding="utf-8"))["other"]
     return {"stopped_after_one": other["agent_stopped_after_one_search"], "used_all": other["agent_used_all_three"]}
 
@@ -480,22 +481,17 @@ def search_cache_key(profile, collection_digest: str, depth: int = DEPTH) -> str
 def cache_dir() -> Path:
     """Where page 12's computed tables are kept between renders (ignored by git; the re-searched
     lists they come from are kept in the profile's ``why`` cache: :func:`cached_search`)."""
-    from ..config import ROOT
-
     return ROOT / "build" / "why_cache"
 
 
-def cached_search(profile, parts, texts: Sequence[str], folder: Path | None = None, depth: int = DEPTH) -> Search:
-    """:func:`batched_search`, its lists kept on disk (``folder``; by default the profile's ``why`` cache,
-    ``data/cache/why/`` for the shipped profiles, so a clone renders page 12 without searching again) in one store per
+def cached_search(profile, parts, texts: Sequence[str], folder: Path, depth: int = DEPTH,
+                  bases: Sequence[Path] = ()) -> Search:
+    """:func:`batched_search`, its lists kept on disk (``folder``, read after it: ``bases``; for page 12 the profile's
+    ``why`` cache and ``data/cache/why/`` for the shipped profiles, ``lib.pipeline.cache_dirs``, so a clone renders
+    page 12 without searching again) in one store per
     search settings and collection (:func:`search_cache_key`), text -> ranked ids: only the texts not yet in
     the store are embedded (in batches), so a re-render embeds nothing and another question subset or model
     embeds only its new queries; the searcher is built only when some text is missing."""
-    bases: tuple[Path, ...] = ()
-    if folder is None:
-        from ..pipeline import cache_dirs
-
-        folder, bases = cache_dirs(profile, "why")
     folder = Path(folder)
     name = f"lists-{search_cache_key(profile, parts.collection_digest, depth)}.json.gz"
     path = folder / name
@@ -538,43 +534,6 @@ class ConditionRecords:
     profile: object = None
 
 
-def condition_records(profile, designs: Sequence[str] = LOSS_DESIGNS, folder: Path | None = None) -> ConditionRecords:
-    """A condition's saved records (``profile``: that condition's profile), every record checked as the scorer
-    checks it; a run stopped part-way or whose records fail the check is named as not scored. Reads only;
-    every text is searched with the condition's dense searcher (lists cached on disk: :func:`cached_search`)."""
-    from .. import pipeline
-    from ..errors import DataError
-    from ..runs import read_checked, run_files
-
-    rdir = pipeline.results_dir(profile)
-    files = {d: run_files(rdir, d) for d in designs}
-    if not any(files.values()):
-        return ConditionRecords([], {d: ([], []) for d in designs}, profile=profile)
-    parts = pipeline.ProfileParts(profile, progress=False)
-    qs = pipeline.scored_questions(profile, parts.papers)
-    qids = {q.qid for q in qs}
-    check = pipeline.record_check(profile, parts)
-    chosen: dict[str, tuple[list[Result], list[str]]] = {}
-    for d in designs:
-        runs: dict[int, list[Result] | str] = {}
-        for path in files[d]:
-            try:
-                runs[int(path.stem[3:])] = read_checked(path, d, check)
-            except DataError as exc:
-                runs[int(path.stem[3:])] = f"its records fail the check ({exc})"
-        chosen[d] = complete_runs(runs, qids)
-    texts = search_texts([r for res, _ in chosen.values() for r in res], qs)
-    search = cached_search(profile, parts, texts, folder) if any(res for res, _ in chosen.values()) else None
-    dense = None
-    if run_files(rdir, "dense"):
-        try:
-            dense = {r.qid: list(r.ranked_ids) for r in read_checked(run_files(rdir, "dense")[0], "dense", check)}
-        except DataError:
-            dense = None
-    shown = {d: profile.loop_search_k if d in LOOP_DESIGNS else SHOWN for d in designs}
-    return ConditionRecords(qs, chosen, search, dense, shown, profile)
-
-
 def records_digest(records: "ConditionRecords") -> str:
     """A digest of what the measurements read from one condition's records: the questions, every complete
     result's queries, list and citations, and the search settings."""
@@ -593,15 +552,11 @@ def records_digest(records: "ConditionRecords") -> str:
 
 def code_version(*modules) -> str:
     """A digest of the given modules' source (a cached table is recomputed when the code that made it changes)."""
-    import inspect
-
     return hashlib.sha256("".join(inspect.getsource(m) for m in modules).encode()).hexdigest()[:12]
 
 
 def cached(name: str, key: str, compute: Callable[[], object], folder: Path | None = None):
     """``compute()``, kept on disk under ``name`` and ``key`` (its inputs' digest) and read back when present."""
-    import pickle
-
     folder = Path(folder) if folder is not None else cache_dir()
     path = folder / f"{name}-{key}.pkl"
     if path.exists():
@@ -617,11 +572,12 @@ def cached(name: str, key: str, compute: Callable[[], object], folder: Path | No
     return value
 
 
-def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_DESIGNS,
-                   article: dict | None = None, records: ConditionRecords | None = None) -> list[DesignLoss]:
-    """Each design's loss in one condition (``profile``: that condition's profile), from its complete
-    saved runs (:func:`condition_records`, or the ``records`` already read). No model is called."""
-    rec = records if records is not None else condition_records(profile, designs)
+def condition_loss(records: ConditionRecords, condition: str = "", designs: Sequence[str] = LOSS_DESIGNS,
+                   article: dict | None = None) -> list[DesignLoss]:
+    """Each design's loss in one condition from its complete saved runs (``records``, as
+    ``lib.report.queries.condition_records`` reads them; ``records.profile``: that condition's profile).
+    No model is called."""
+    rec, profile = records, records.profile
     if not any(res for res, _ in rec.runs.values()) and not any(ns for _, ns in rec.runs.values()):
         return [DesignLoss(condition, d, status="no saved run") for d in designs]
     article = article if article is not None else article_search_use()
@@ -644,44 +600,16 @@ def condition_loss(profile, condition: str = "", designs: Sequence[str] = LOSS_D
     return out
 
 
-def conditions_records(profile, designs: Sequence[str] = LOSS_DESIGNS) -> dict[str, "ConditionRecords | str"]:
-    """:func:`condition_records` in every condition of the grid (``lib.pipeline.condition_profiles``), each
-    with its profile (``records[c].profile``); a condition whose saved records cannot be read: why, in words."""
-    from .. import pipeline
-    from ..errors import DataError
-
-    out: dict[str, ConditionRecords | str] = {}
-    for cname, cp in pipeline.condition_profiles(profile).items():
-        try:
-            out[cname] = condition_records(cp, designs)
-            out[cname].profile = cp
-        except DataError as exc:
-            out[cname] = f"not read: {exc}"
-    return out
-
-
-def conditions_loss(profile, designs: Sequence[str] = LOSS_DESIGNS,
-                    records: dict[str, "ConditionRecords | str"] | None = None) -> list[DesignLoss]:
-    """:func:`condition_loss` in every condition of the grid (``lib.pipeline.condition_profiles``; or of
-    ``records``, :func:`conditions_records` already read); a condition whose saved records cannot be read is
-    named with why."""
-    from .. import pipeline
-    from ..errors import DataError
-
+def conditions_loss(records: dict[str, "ConditionRecords | str"], designs: Sequence[str] = LOSS_DESIGNS) -> list[DesignLoss]:
+    """:func:`condition_loss` in every condition of ``records`` (``lib.report.queries.conditions_records``:
+    every condition of the grid); a condition whose saved records could not be read is named with why."""
     out: list[DesignLoss] = []
     article = article_search_use()
-    if records is not None:
-        for cname, rec in records.items():
-            if isinstance(rec, str):
-                out += [DesignLoss(cname, d, status=rec) for d in designs]
-            else:
-                out += condition_loss(rec.profile, cname, designs, article, rec)
-    else:
-        for cname, cp in pipeline.condition_profiles(profile).items():
-            try:
-                out += condition_loss(cp, cname, designs, article)
-            except DataError as exc:
-                out += [DesignLoss(cname, d, status=f"not read: {exc}") for d in designs]
+    for cname, rec in records.items():
+        if isinstance(rec, str):
+            out += [DesignLoss(cname, d, status=rec) for d in designs]
+        else:
+            out += condition_loss(rec, cname, designs, article)
     never = {d for d in OPTIONAL_DESIGNS if all(x.status == "no saved run" for x in out if x.design == d)}
     return [x for x in out if x.design not in never]
 
@@ -724,8 +652,6 @@ def paper_step(result: Result, paper: str) -> str:
     """How far one paper got in a tool-calling loop (:data:`TWO_PART_STEPS`): cited; read but not cited;
     shown by one of its searches but not read; in its ranked list (the fusion of its searches, depth 50)
     but never among the titles shown; or in none of its searches' results at all."""
-    from ..designs.loop import shown_ids
-
     if paper in result.details.get("citations", []):
         return "cited"
     if paper in result.details.get("read", []):

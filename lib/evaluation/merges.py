@@ -5,7 +5,7 @@ first, best score, weighted RRF with the question's list weighted 2, 4 or 8). Ea
 queries (the question first, then the model's) are searched again with the condition's dense search,
 50 deep, keeping each paper's similarity (best score needs it), and merged by every arm; each merged
 list is scored as the design's would be. :func:`merge_scores` is pure (the search is given);
-:func:`merge_table` compares each arm with dense on the same questions; :func:`condition_merges`
+:func:`merge_table` compares each arm with dense on the same questions; ``lib.report.queries.condition_merges``
 reads one condition's saved runs.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..designs import BASELINE, Result
+from ..designs import Result
 from ..search.fusion import merge
 from .metrics import paired_bootstrap, paired_permutation, scores_of
 
@@ -104,55 +104,6 @@ def merge_table(rows: pd.DataFrame, dense: Mapping[str, Mapping[str, float]], ch
                 g.as_saved.mean())
             out.append(row)
     return pd.DataFrame(out)
-
-
-def condition_merges(profile, condition: str, designs: Sequence[str] = MERGE_DESIGNS, arms=ARM_NAMES,
-                     chosen: str | None = None) -> pd.DataFrame:
-    """Every arm over the complete saved runs of ``designs`` in one condition (``profile``: its
-    profile), each record checked as the scorer checks it, the queries searched again with the
-    condition's dense search; compared with the condition's saved dense run. Empty when nothing is
-    saved; the ``provenance`` column names the runs and the search."""
-    from .. import pipeline
-    from ..config import shown_path
-    from ..runs import read_checked, run_files
-    from .loss import complete_runs
-
-    rdir = pipeline.results_dir(profile)
-    files = {d: run_files(rdir, d) for d in designs}
-    if not any(files.values()) or not run_files(rdir, BASELINE):
-        return pd.DataFrame()
-    parts = pipeline.ProfileParts(profile, progress=False)
-    qs = pipeline.scored_questions(profile, parts.papers)
-    sources = {q.qid: q.source_id for q in qs}
-    check = pipeline.record_check(profile, parts)
-    dense_res = [r for r in read_checked(run_files(rdir, BASELINE)[0], BASELINE, check) if r.qid in sources]
-    dense = {r.qid: scores_of(r.ranked_ids, sources[r.qid]) for r in dense_res}
-    results, used = [], {}
-    for d in designs:
-        runs = {int(p.stem[3:]): read_checked(p, d, check) for p in files[d]}
-        complete, _ = complete_runs(runs, set(sources))
-        results += complete
-        used[d] = sorted({r.run for r in complete})
-    if not results:
-        return pd.DataFrame()
-    search = scored_search(parts.searcher, list(dict.fromkeys(t for r in results for t in r.queries)), DEPTH)
-    rows = merge_scores(results, sources, search, arms, DEPTH, profile.rrf_k)
-    table = merge_table(rows, dense, chosen, profile.bootstrap_resamples, profile.bootstrap_seed)
-    where = shown_path(rdir)
-    table["provenance"] = [f"{where}/{d}/run{{{','.join(map(str, used[d]))}}}.jsonl: saved queries searched again "
-                           f"with {profile.embedder} dense, depth {DEPTH}, rrf_k {profile.rrf_k}; "
-                           f"dense: {where}/{BASELINE}/run1.jsonl" for d in table.design]
-    return table.assign(condition=condition)[["condition", *table.columns]]
-
-
-def conditions_merges(profile, chosen: str | None = None, designs: Sequence[str] = MERGE_DESIGNS) -> pd.DataFrame:
-    """:func:`condition_merges` in every condition of the grid (``lib.pipeline.condition_profiles``)."""
-    from .. import pipeline
-
-    frames = [condition_merges(cp, cname, designs, chosen=chosen)
-              for cname, cp in pipeline.condition_profiles(profile).items()]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def merge_findings(table: pd.DataFrame, design: str = "agent", metric: str = "mrr_at_10") -> list[dict]:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .relevance import is_judged, judgements, relevant_ids
+from ..data.relevance import is_judged, judgements, relevant_ids
 
 
 def recall_at_k(ranked: Sequence[str], relevant: str, k: int = 5) -> float:

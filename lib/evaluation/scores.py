@@ -17,7 +17,7 @@ from .metrics import PERMUTATIONS, holm, paired_bootstrap, paired_permutation, p
 
 METRICS = ("recall_at_5", "mrr_at_10")
 ALPHA = 0.05  # a comparison is measurable when its Holm-adjusted p-value is below this
-# the family Holm's correction runs over on the index (pipeline.condition_table): every comparison it shows
+# the family Holm's correction runs over on the index (queries.condition_table): every comparison it shows
 INDEX_FAMILY = "every design minus dense, on recall@5 and MRR@10, in every condition of the index"
 DESIGN_ORDER = tuple(design_names())
 

@@ -152,7 +152,7 @@ def _order(col: pd.Series) -> pd.Series:
 def condition_paths(condition: str, records_by_model: dict,
                     designs: Sequence[str] = ("agent", "multiquery", QUESTION_FIRST)) -> pd.DataFrame:
     """Every model's paths in one condition (``records_by_model``: model -> ``loss.ConditionRecords``, as
-    :func:`lib.evaluation.why_tables.model_records` gives them, the profile's model first); every model is
+    :func:`lib.report.why_tables.model_records` gives them, the profile's model first); every model is
     compared with the condition's own dense run (another model's folder holds none of its own). A design
     with no complete run, or a condition without its saved dense run, gives no rows."""
     frames = []

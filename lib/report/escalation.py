@@ -14,6 +14,7 @@ from ..config import load_profile
 from .display import styled
 from .pages import reading, whole_table
 from .plots import SMALL, _save
+from . import queries
 
 
 def sweep_chart(swept: pd.DataFrame, choice: dict, path):
@@ -80,7 +81,7 @@ def selection_report(profile) -> dict:
 
 def outcomes_report(profile) -> pd.DataFrame:
     """Per condition: escalations, helped / hurt against the first pass, and model calls saved."""
-    table = pipeline.escalation_outcomes(profile)
+    table = queries.escalation_outcomes(profile)
     display(Markdown("## How often it escalated, and what that did, per condition\n"
                      "Helped / hurt: the final MRR@10 against escalate's own first pass (hybrid_rerank), on the "
                      "escalated questions. Calls saved: escalate's LLM calls per question against the agent "

@@ -19,6 +19,7 @@ from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, M
                             notebook_titles, scale_rows, verdict)
 from .index_words import (ARTICLE_DESIGNS, DEV_SET, _not_scored_note, design_words, rerank_short, rerank_step_words,
                           worth_its_cost)
+from . import queries
 
 # the LLM designs besides the agent whose loss page 12 splits, in the order the index names them
 
@@ -80,7 +81,7 @@ def conditions_list(table: pd.DataFrame, profile=None) -> str:
              "short questions, whole snapshot": "the short forms over the whole snapshot"}
     items = []
     studied = list(dict.fromkeys(table.condition)) if not table.empty else []
-    for c in pipeline.CONDITIONS:
+    for c in queries.CONDITIONS:
         if studied and c not in studied and profile is not None and not shows_article(_profile(profile)):
             continue  # a study of your own data has its one condition
         g = _scored(table[table.condition == c]) if not table.empty else table

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..config import ROOT
 from .display import DASH, design_namer
+from . import queries
 
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
@@ -160,11 +161,11 @@ def runs_table(profile, table: pd.DataFrame) -> pd.DataFrame:
     cfg = _profile(profile)
     name = design_namer(cfg)
     rows = []
-    for cname, cp in pipeline.condition_profiles(cfg).items():
+    for cname, cp in queries.condition_profiles(cfg).items():
         scored = _scored(table[table.condition == cname]) if not table.empty else table
         n = int(scored.questions.max()) if not scored.empty else None
         for d in design_names():
-            prov = pipeline.provenance_table(cp, d)
+            prov = queries.provenance_table(cp, d)
             if prov.empty:
                 continue
             runs, partial = [], []

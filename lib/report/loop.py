@@ -22,6 +22,7 @@ from ..llm.prompts import corpus_for
 from .display import markdown_code, markdown_text, readable, safe_table, source_words, styled, transposed, with_range
 from .pages import reading
 from .plots import _save
+from . import queries
 
 NAME = "loop"
 DESIGN_TITLES = {NAME: "the model-first loop", QUESTION_FIRST: "the question-first loop"}
@@ -277,7 +278,7 @@ def measures_page(profile, design: str = NAME) -> dict:
 
 
 def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
-    """One row per condition of the grid (``lib.pipeline.condition_profiles``): the loop design's complete
+    """One row per condition of the grid (``lib.queries.condition_profiles``): the loop design's complete
     runs there, its citation hit rate (two-part: the share of the two papers cited, and of questions with
     both), its ranked list against dense on the same questions (``pages.against_dense``: the paired
     95% range) and its searches and turns as distributions (value: questions, the first run); a
@@ -285,7 +286,7 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
     from collections import Counter
 
     rows = []
-    for cname, cp in pipeline.condition_profiles(profile).items():
+    for cname, cp in queries.condition_profiles(profile).items():
         runs = saved_runs(cp, design=design)
         if not runs:
             rows.append({"condition": cname, "runs": 0, "questions": 0, "status": "not run"})

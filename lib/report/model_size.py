@@ -21,6 +21,7 @@ from ..evaluation import scores
 from ..llm.local_backend import LOCAL_MODELS
 from .display import fixed
 from .plots import ARTICLE_COLOUR, SMALL, _grid, _legend, _save, design_colours
+from . import queries
 
 AXIS_CONDITIONS = ("full questions", "short questions")
 AXIS_DESIGNS = ("agent", "multiquery", "loop", "loop_question_first")
@@ -63,10 +64,10 @@ def axis_table(profile: Profile, designs=AXIS_DESIGNS, conditions=AXIS_CONDITION
     from .. import pipeline
 
     rows = []
-    for cname, cp in pipeline.condition_profiles(profile).items():
+    for cname, cp in queries.condition_profiles(profile).items():
         if cname not in conditions:
             continue
-        base = pipeline.load_scored(cp)
+        base = queries.load_scored(cp)
         dense = base.pq[base.pq.design == "dense"] if not base.pq.empty else base.pq
         for model in axis_models():
             mp = model_profile(cp, model)

@@ -12,6 +12,7 @@ from ..evaluation import scores
 from ..llm.prompts import corpus_for
 from .display import (markdown_code, markdown_text, readable, safe_table, source_words, spreadsheet_safe, styled,
                       with_range)
+from . import queries
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -177,17 +178,17 @@ def shown_name(run_file: str) -> str:
 
 def with_index_family(profile, deltas: pd.DataFrame) -> pd.DataFrame:
     """``deltas`` with the Holm correction the index applies (``p_holm``, ``measurable``, ``family``: every
-    design, both measures, every condition, ``scores.comparisons`` of ``pipeline.condition_table``, computed
+    design, both measures, every condition, ``scores.comparisons`` of ``queries.condition_table``, computed
     here from the saved runs, not read from the scores page's ``comparisons.csv``, which a page rendered
     before the scores page would find stale), where that family holds this condition's same comparison (same
     design, measure and questions); otherwise as computed here (corrected over this page's own comparisons),
     so a page and the index never read one difference two ways."""
     if deltas.empty or "p_holm" not in deltas:
         return deltas
-    condition, base = pipeline.condition_of(profile)
+    condition, base = queries.condition_of(profile)
     if condition is None:
         return deltas
-    family = scores.comparisons(pipeline.condition_table(base))
+    family = scores.comparisons(queries.condition_table(base))
     if family.empty:
         return deltas
     saved = family[family.condition == condition].set_index(["design", "metric", "questions"])
@@ -242,7 +243,7 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
 
 
 def run_or_read(profile, name: str, runs=None) -> dict:
-    """The design run (or resumed) for the page, as ``pipeline.design_page`` does; where it may not run
+    """The design run (or resumed) for the page, as ``queries.design_page`` does; where it may not run
     now (a run of the shipped study still being recorded: it would add results, or another process
     is writing it), the page says so in words and shows what is saved."""
     from ..io import LockedError
@@ -250,7 +251,7 @@ def run_or_read(profile, name: str, runs=None) -> dict:
     from ..runs import ReadOnlyResults, read_results, run_files
 
     try:
-        return pipeline.design_page(profile, name, runs=runs)
+        return queries.design_page(profile, name, runs=runs)
     except (ReadOnlyResults, LockedError) as exc:
         why = ("another process is writing its run file now" if isinstance(exc, LockedError) else
                "a saved run is not complete, and this page does not add results to the shipped study")
@@ -258,8 +259,8 @@ def run_or_read(profile, name: str, runs=None) -> dict:
                  markdown=f"**{name} was not run for this page:** {why}. The page shows the runs saved so far; a run "
                           f"stopped part-way is saved, not scored. ({markdown_text(exc)})")
         saved = {int(p.stem[3:]): read_results(p) for p in run_files(pipeline.results_dir(profile), name)}
-        return {"runs": {k: v for k, v in saved.items() if v}, "summary": pipeline.saved_design_summary(profile, name),
-                "provenance": pipeline.provenance_table(profile, name)}
+        return {"runs": {k: v for k, v in saved.items() if v}, "summary": queries.saved_design_summary(profile, name),
+                "provenance": queries.provenance_table(profile, name)}
 
 
 def design_page(profile, name: str, runs=None) -> dict:
@@ -383,7 +384,7 @@ def reranker_report(profile) -> dict:
         from ..evaluation import scores
 
         try:
-            sc = pipeline.load_scored(dev_profile)
+            sc = queries.load_scored(dev_profile)
         except DataError as exc:  # the dev runs cannot be scored as they are: said, not hidden
             sc = None
             display(Markdown(f"The rerank design's dev runs cannot be scored now: {exc}"))

@@ -39,7 +39,7 @@ the mean over their runs). Three numbers are reported for each comparison (`lib/
   `compare(..., stat_test="fisher")` to its Monte Carlo error (`tests/test_metrics.py`);
 - **`p_holm`**: Holm's step-down correction (Holm 1979) over **the family of comparisons the index
   makes: every design in the index's tables minus dense, on recall@5 and on MRR@10, in every condition
-  of the condition table** (`pipeline.condition_table`): {n} tests with the offline profile's saved runs
+  of the condition table** (`lib.report.queries.condition_table`): {n} tests with the offline profile's saved runs
   ({designs} designs, {conditions} conditions), of which {measurable} are measurable. A difference is
   **measurable** when `p_holm` < 0.05; its sign says better or worse. A range that excludes 0 with a
   corrected p of 0.05 or more is said as such: the sample alone would not give that range, but the

@@ -14,9 +14,10 @@ from ..errors import DataError, ProfileError
 from ..io import read_jsonl
 from ..llm.local_backend import LOCAL_MODELS
 from ..llm.records import RECORDS_DIR, decoding_of
+from ..evaluation import judges, why_paths
+from ..evaluation.loss import SHOWN, ConditionRecords
 from ..runs import read_results, run_files
-from . import judges, why_paths
-from .loss import SHOWN, ConditionRecords, condition_records
+from .queries import condition_records
 
 TREE = "agent_tree"
 FILES = {"paths": "why_paths.csv", "judges": "judges.csv", "grid": "judges_grid.csv", "quality": "query_quality.csv"}
@@ -84,7 +85,7 @@ def condition_tables(condition: str, records: ConditionRecords) -> WhyTables:
 
 
 def conditions_tables(records: dict[str, "ConditionRecords | str"]) -> WhyTables:
-    """:func:`condition_tables` over every condition read (``lib.evaluation.loss.conditions_records``)."""
+    """:func:`condition_tables` over every condition read (``lib.report.queries.conditions_records``)."""
     parts = [condition_tables(c, rec) for c, rec in records.items() if not isinstance(rec, str)]
     def cat(name, cols=None):
         frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
