@@ -132,7 +132,8 @@ def test_the_worked_example_runs_end_to_end_through_make_study():
         if EXAMPLE_RECORDS.exists():  # the example's recorded calls, as a rerun of the study would find them
             shutil.copytree(EXAMPLE_RECORDS, folder / "results" / "llm_records")
         done = subprocess.run(["make", "--no-print-directory", "study", f"DOCS={EXAMPLE.relative_to(ROOT)}",
-                               f"NAME={name}", "SET=question_limit=10 chunk_documents=false llm_backend=replay"],
+                               f"NAME={name}",
+                               "SET=question_limit=10 chunk_documents=false llm_backend=replay corpus_description=arxiv"],
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         index = (folder / "results" / "report" / "index.html").read_text(encoding="utf-8")
