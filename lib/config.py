@@ -1,6 +1,9 @@
 """Profiles: one YAML file of experiment settings per profile (``profiles/<name>.yaml``), validated
 by a typed settings model before any work; overrides (papermill ``-p``, keyword arguments) are
-validated the same way, and a run with overrides keeps its outputs apart from the shipped ones."""
+validated the same way, and a run with overrides keeps its outputs apart from the shipped ones.
+
+Over 500 lines: the settings model is one class holding every setting with its check and description
+(the one list of settings), and the YAML reading that names a wrong setting's file and line goes with it."""
 from __future__ import annotations
 
 import datetime
@@ -599,7 +602,7 @@ def profile_from_args(args: list[str]) -> Profile:
     """A profile from command-line words as the Makefile passes them: ``PROFILE [-p NAME VALUE ...]``,
     each value as the notebook receives it (papermill's own ``_resolve_type``, then :func:`parameter_value`);
     notebook-only parameters such as ``runs`` are checked, not applied."""
-    from papermill.cli import _resolve_type
+    from papermill.cli import _resolve_type  # papermill is heavy: only reading command-line words needs it
 
     name, rest = (args[0] if args else DEFAULT_PROFILE), list(args[1:])
     overrides, runs, asked = {}, None, {}

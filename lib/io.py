@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import DataError
+import hashlib
+import socket
+import sys
+from datetime import datetime, timezone
 
 
 def digest(obj: Any, n: int = 16) -> str:
     """A short sha256 of a JSON value (keys sorted): the content digest the inputs keys and caches use."""
-    import hashlib
-
     blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
 
@@ -23,8 +25,6 @@ def digest(obj: Any, n: int = 16) -> str:
 def content_digest(path: Path) -> str:
     """sha256 of a file's bytes, or of a folder's files (names and bytes, sorted; the digest file
     itself left out)."""
-    import hashlib
-
     path = Path(path)
     h = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != DIGEST_FILE) if path.is_dir() else [path]
@@ -207,10 +207,6 @@ def holder(lock: Path) -> str:
 def acquire(lock: Path, refused: str, wait: bool = False) -> HeldLock:
     """Take the lock file ``lock`` (:class:`HeldLock`); without ``wait``, a lock already held is a
     :class:`LockedError` at once: ``refused``, then the holder named."""
-    import socket
-    import sys
-    from datetime import datetime, timezone
-
     lock = Path(lock)
     lock.parent.mkdir(parents=True, exist_ok=True)
     fh = open(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")  # not truncated: the holder's details stay

@@ -1,6 +1,9 @@
 """Wiring: the one place where a profile becomes parts (collection, questions, searcher, LLM,
 reranker) and designs, and runs are made; what the pages read back from the saved runs is
-``lib.report.queries``'s."""
+``lib.report.queries``'s.
+
+Over 500 lines: :class:`ProfileParts` builds every part of one profile lazily and the runner shares
+its caches, so the wiring is read in one place."""
 from __future__ import annotations
 
 from functools import cached_property
@@ -21,6 +24,21 @@ from .runs import RecordCheck, read_results, run_designs, run_files, run_path, w
 from .search.dense import DenseIndex, DenseSearcher, embedded_rows
 from .search.fusion import RRF_TIES
 from .search.embedder import Embedder
+from .data.papers import read_papers
+from .data.question_gen import generated_questions_path
+from .search.chunking import chunk_for_embedder
+from .search.snapshot import load_matrix
+from .search import milvus_index as mi
+from .search.dense import resolve_backend
+from .llm.anthropic_backend import profile_backend_kwargs
+from .llm import openai_settings
+from .search.rerank import CrossEncoderScorer
+from .search.bm25 import BM25Index
+from .search.snapshot import BM25_DIR
+from .search.rerank import FusedReranker
+from .llm.batches import first_turn_requests
+from .llm.cost import check_budget, project_designs
+from .llm.batches import prefetch_first_turns
 
 
 # --------------------------------------------------------------------------- data
@@ -53,8 +71,6 @@ def search_papers(profile: Profile) -> list[dict]:
     snap, coll = profile.path("snapshot_path"), profile.data_dir / "collection.jsonl"
     key = (str(snap), snap.stat().st_mtime_ns, str(coll), coll.stat().st_mtime_ns)
     if key not in _SNAPSHOT_PAPERS:  # read once a process (63,903 papers): the scorer reads every condition
-        from .data.papers import read_papers
-
         roles = {p["id"]: p["role"] for p in papers}
         rows = [{"id": p.id, "title": p.title, "abstract": p.abstract, "categories": list(p.categories),
                  "first_seen": p.first_seen, "role": roles.get(p.id, "snapshot")} for p in read_papers(snap)]
@@ -75,8 +91,6 @@ def questions_path(profile: Profile) -> Path:
             raise DataError(f"profiles/{profile.name}.yaml: questions_source 'user' needs user_questions_path")
         return profile.path("user_questions_path")
     if profile.questions_source == "generate":
-        from .data.question_gen import generated_questions_path
-
         return generated_questions_path(profile)
     return profile.path("questions_path")
 
@@ -180,7 +194,6 @@ def document_chunks(profile: Profile, papers: list[dict], emb: Embedder | None =
     """The documents' chunks when the profile chunks them (``chunk_documents``), else None."""
     if not profile.chunk_documents:
         return None
-    from .search.chunking import chunk_for_embedder
 
     return chunk_for_embedder(papers, emb or embedder(profile), profile.chunk_tokens, profile.chunk_overlap)
 
@@ -195,8 +208,6 @@ def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool 
         return DenseSearcher(milvus_index(profile, papers, emb, progress, chunks), emb)
     options = dense_options(profile, backend)
     if profile.collection_scope == "snapshot":
-        from .search.snapshot import load_matrix
-
         return DenseSearcher(DenseIndex(*load_matrix(papers, profile.embedder), **options), emb)
     return DenseSearcher(DenseIndex.build(papers, emb, progress=progress, chunks=chunks, **options), emb)
 
@@ -205,8 +216,6 @@ def milvus_index(profile: Profile, papers: list[dict], emb: Embedder, progress: 
     """Dense search in Milvus (``retriever: milvus``): the user's collection read-only
     (``milvus_collection``), or the study's own collection built from its documents' vectors, in Milvus Lite
     in the study's cache folder unless ``milvus_uri`` names a server."""
-    from .search import milvus_index as mi
-
     p = profile
     uri = p.milvus_uri or str(cache_dirs(p, "milvus")[0] / "milvus.db")
     connection = mi.Connection(uri, p.milvus_token_env, p.milvus_timeout_s)
@@ -215,8 +224,6 @@ def milvus_index(profile: Profile, papers: list[dict], emb: Embedder, progress: 
         return mi.open_collection(connection, p.milvus_collection, p.milvus_id_field, p.milvus_vector_field, dim,
                                   ef_search=p.hnsw_ef_search, known_ids={x["id"] for x in papers})
     if p.collection_scope == "snapshot":
-        from .search.snapshot import load_matrix
-
         ids, vectors = load_matrix(papers, p.embedder)
         positions = None
     else:
@@ -273,8 +280,6 @@ class ProfileParts:
         """The dense index's backend as it searches: the setting, ``auto`` resolved by the rows indexed
         (the chunks when chunked, else the papers); resolved here once, for the inputs key and for the
         searcher alike."""
-        from .search.dense import resolve_backend
-
         return resolve_backend(self.profile.dense_backend, len(self.chunks) if self.chunks is not None else len(self.papers))
 
     @cached_property
@@ -299,12 +304,8 @@ class ProfileParts:
         p = self.profile
         settings = {}
         if p.llm_backend == "anthropic":
-            from .llm.anthropic_backend import profile_backend_kwargs
-
             settings = profile_backend_kwargs(p, "llm")
         elif p.llm_backend == "openai":
-            from .llm import openai_settings
-
             settings = openai_settings(p)
         own = p.own_dir
         return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend,
@@ -332,8 +333,6 @@ class ProfileParts:
 
     @cached_property
     def _scorer(self):
-        from .search.rerank import CrossEncoderScorer
-
         p = self.profile
         folder, base = cache_dirs(p, "rerank")
         return CrossEncoderScorer(p.reranker, p.reranker_backend, cache_dir=folder, max_length=p.reranker_max_length,
@@ -344,9 +343,6 @@ class ProfileParts:
 
     @cached_property
     def bm25(self):
-        from .search.bm25 import BM25Index
-        from .search.snapshot import BM25_DIR
-
         # the whole snapshot's index is a local cache, not shipped with the drawn collections' ones
         folder, base = cache_dirs(self.profile, "bm25")
         if self.profile.collection_scope == "snapshot":
@@ -356,8 +352,6 @@ class ProfileParts:
     def reranker(self):
         """The rerank step: the cross-encoder's score fused with the dense and BM25 scores by the
         profile's ``rerank_weights``; only the signals it weighs are built."""
-        from .search.rerank import FusedReranker
-
         w = self.profile.rerank_weights
         return FusedReranker(w, cross_encoder=self.scorer() if w.get("cross_encoder") else None,
                              bm25=self.bm25 if w.get("bm25") else None)
@@ -505,8 +499,6 @@ def concurrent_first_turns(designs: list, questions: list[Question], runs: list[
     ``openai_concurrency`` at a time and recorded before the run, which then replays them, as the
     batch prefetch does for Claude; later turns depend on the first and go one at a time. Returns
     the number of requests."""
-    from .llm.batches import first_turn_requests
-
     n = 0
     for d in designs:
         if getattr(d, "uses_llm", False) and getattr(d, "llm", None) is not None:
@@ -539,16 +531,12 @@ def paid_preflight(profile: Profile, designs: list, questions: list[Question], r
     """Before any paid call: print the projected calls, tokens and cost of what is about to run,
     stop if it exceeds ``max_cost_usd``, and with ``llm_batch`` send the first turns as one batch
     (``batch_options``, e.g. ``poll_s``, go to :func:`lib.llm.batches.run_batch`)."""
-    from .llm.cost import check_budget, project_designs
-
     projection = project_designs(designs, questions, runs)
     for name, p in projection.items():
         print(f"{name}: about {p['calls']} calls, {p['input_tokens']:,} input and {p['output_tokens']:,} output tokens, "
               f"{p['usd']:.2f} USD ({p['batch_usd']:.2f} USD as a batch)")
     check_budget(list(projection.values()), profile.max_cost_usd, batch=profile.llm_batch)
     if profile.llm_batch:
-        from .llm.batches import prefetch_first_turns
-
         prefetch_first_turns(designs, questions, runs, **{"max_cost_usd": profile.max_cost_usd, "log": print,
                                                           **batch_options})
 

@@ -13,6 +13,11 @@ from typing import Any
 from .config import DEFAULT_PROFILE, NOTEBOOK_PARAMETERS, Profile, Settings, load_profile, parameter_value
 from .errors import ProfileError
 from .paths import shown_path
+from .data.question_gen import question_backend
+from .llm.local_backend import LOCAL_MODEL_FILE
+from .llm import LLMError
+from .llm.local_backend import install_command, local_model
+from .designs import design_class
 
 HUB_URL = "https://huggingface.co"
 ARXIV_URL = "http://export.arxiv.org/api/query"
@@ -34,7 +39,6 @@ def writes_questions_with_claude(profile) -> bool:
     """Whether the profile's questions are written (and reviewed) by Claude through the API."""
     if profile.settings["questions_source"] != "generate":
         return False
-    from .data.question_gen import question_backend  # imported only when the questions are written
 
     return question_backend(profile) == "anthropic"
 
@@ -55,8 +59,6 @@ def needs(profile) -> list[str]:
 def local_model_missing(find_spec=importlib.util.find_spec, model_file=None) -> str | None:
     """None when llama-cpp-python is importable and the joined model file exists; else what is missing
     (llama_cpp is looked up, not imported)."""
-    from .llm.local_backend import LOCAL_MODEL_FILE
-
     model_file = LOCAL_MODEL_FILE if model_file is None else model_file
     missing = []
     if find_spec("llama_cpp") is None:
@@ -73,9 +75,6 @@ def llm_problems(profile, check=reachable, local=None) -> list[str]:
     s = profile.settings
     problems = []
     if s["llm_backend"] == "local":
-        from .llm import LLMError
-        from .llm.local_backend import install_command, local_model
-
         try:
             spec = local_model(s["llm_model"])
         except LLMError as exc:
@@ -143,8 +142,6 @@ def pages_to_run(profile, names: list[str], designs_of: dict[str, tuple[str, ...
     (``designs_of``: notebook -> its designs, notebooks/index.tsv) are left out by name, with what
     enables them, and the others run. Raises the one ProfileError when no page asked for can run, when
     the questions are yet to be written by that model, or when anything else is missing (:func:`preflight`)."""
-    from .designs import design_class
-
     problems = llm_problems(profile, check, local)
     writer_needs_it = profile.settings["questions_source"] == "generate" and not writes_questions_with_claude(profile)
     preflight(profile, check, local, llm=writer_needs_it)

@@ -72,7 +72,7 @@ def _is_tty(stream: TextIO) -> bool:
 def bar(iterable: Iterable | None = None, *, total: float | None = None, desc: str = "", unit: str = "it",
         disable: bool = False, **kwargs: Any):
     """A tqdm bar (count, rate, elapsed and estimated time left) written to :func:`terminal`."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # tqdm is only needed when progress is shown
 
     stream = terminal()
     tty = stream is not None and _is_tty(stream)
@@ -105,7 +105,7 @@ def unscored(text: str, markdown: str | None = None) -> None:
     runner prints it in the terminal and exits non-zero (``lib.report.execute.unscored_lines``); elsewhere it
     is printed on stderr."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # IPython is only needed inside a notebook
 
         shell = get_ipython()
     except ImportError:  # pragma: no cover - IPython is a dependency of the notebooks
@@ -113,7 +113,7 @@ def unscored(text: str, markdown: str | None = None) -> None:
     if shell is None or not hasattr(shell, "kernel"):
         print(text, file=sys.stderr, flush=True)
         return
-    from IPython.display import display
+    from IPython.display import display  # IPython is only needed inside a notebook
 
     data = {"text/plain": text, **({"text/markdown": markdown} if markdown else {})}
     display(data, raw=True, metadata={UNSCORED: text})

@@ -19,6 +19,7 @@ from .designs import Design, Question, Result
 from .errors import DataError
 from .data.relevance import judgements
 from .io import Appender, locked, read_jsonl, repair_torn_tail, write_text
+from contextlib import ExitStack
 
 # provenance entries that say how a result was obtained but not what it depends on
 NOT_INPUTS = ("profile", "llm_backend")
@@ -157,8 +158,6 @@ def run_designs(designs: Sequence[Design], questions: Sequence[Question], run: i
     Refuses (:class:`StaleResults`) when a saved result for one of these questions was computed
     from other inputs, and (:class:`lib.io.LockedError`) when another process writes the file.
     """
-    from contextlib import ExitStack
-
     if run < 1:
         raise ValueError(f"run must be 1 or more, got {run}")
     done: dict[str, dict[str, Result]] = {}

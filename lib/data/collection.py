@@ -20,6 +20,8 @@ from ..io import write_json, write_jsonl
 from .draw import draw_sources, tfidf_neighbours
 from .papers import Paper, read_collection, read_papers
 from .study import import_study
+from .arxiv_api import fetch_window
+import hashlib
 
 
 def is_new_submission(paper: Paper) -> bool:
@@ -119,8 +121,6 @@ def load_pool(profile: Profile) -> list[Paper]:
     if profile.collection_source == "snapshot":
         pool = read_papers(profile.path("snapshot_path"))
     elif profile.collection_source == "arxiv_api":
-        from .arxiv_api import fetch_window
-
         pool = fetch_window(profile.categories, profile.window_start, profile.window_end,
                             cache_dir=profile.data_dir / "arxiv_cache")
     else:
@@ -136,8 +136,6 @@ def load_pool(profile: Profile) -> list[Paper]:
 
 def collection_inputs_key(profile: Profile) -> str:
     """A hash of everything the collection depends on: the draw settings and the snapshot's bytes."""
-    import hashlib
-
     keys = ["collection_source", "categories", "window_start", "window_end", "n_sources", "n_papers",
             "n_lookalikes", "seed", "source_ids"]
     # the pool filters enter the key only when set, so older collections keep their key

@@ -20,6 +20,9 @@ byte-order mark, any format or control character) is refused, naming the charact
 
 Every error is a :class:`DataError` naming the file, the 1-based line (text files, the header
 being line 1 of a CSV file) or row (Parquet), and the field.
+
+Over 500 lines: one reader per input format (JSON lines, CSV, Parquet, BEIR, TREC qrels), each with
+the checks and messages that name a user's file and line.
 """
 from __future__ import annotations
 
@@ -181,7 +184,7 @@ def _read_parquet(path: Path) -> _Table:
     try:
         with warnings.catch_warnings():  # fastparquet's import reads a pandas option pandas 3 deprecates
             warnings.filterwarnings("ignore", message=".*future.infer_string", category=DeprecationWarning)
-            from fastparquet import ParquetFile
+            from fastparquet import ParquetFile  # fastparquet is only needed for a parquet file
     except ImportError:
         raise DataError(f"{path}: reading Parquet needs the fastparquet package (pip install fastparquet)") from None
     try:

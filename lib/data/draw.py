@@ -38,7 +38,7 @@ def tfidf_neighbours(pool: list[Paper], query_ids: list[str], k: int) -> dict[st
 
     Ties are broken by id so the result is deterministic.
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn is heavy and only this step needs it
 
     vec = TfidfVectorizer(stop_words="english", sublinear_tf=True, min_df=2, dtype=np.float32)
     matrix = vec.fit_transform([p.text for p in pool])  # rows are L2-normalised

@@ -37,6 +37,12 @@ from ..llm import LLMRequest, RecordedLLM
 from ..llm.base import INCOMPLETE_STOPS, REFUSAL
 from ..llm.prompts import ARXIV, Corpus, corpus_for, worded
 from .questions import QUESTION_FIELDS, STYLES, copied_ngrams, qid_for, style_for
+from ..llm.cost import combine, project_cost
+from ..llm import openai_settings
+from ..llm import make_llm, record_store
+from ..llm.anthropic_backend import AnthropicBackend, profile_backend_kwargs
+from ..llm.cost import check_budget
+from .questions import write_questions
 
 QUESTION_MAX_TOKENS = 300
 REVIEW_MAX_TOKENS = 300
@@ -333,8 +339,6 @@ def project_question_cost(llm: Any, sources: Sequence[Mapping[str, Any] | Any],
     """Projected cost of :func:`generate_question_set` on ``llm``'s model before any call: one write
     and one review per source not yet recorded (the review with a placeholder question of typical
     length; regenerations of copying questions come on top), from :func:`lib.llm.cost.project_cost`."""
-    from ..llm.cost import combine, project_cost
-
     store = getattr(llm, "store", None)
     writes, reviews = [], []
     for i, source in enumerate(sources):
@@ -361,8 +365,6 @@ def question_backend(profile) -> str:
 
 def _backend_kwargs(profile, backend: str) -> dict:
     if backend == "openai":
-        from ..llm import openai_settings
-
         return openai_settings(profile)
     return {}
 
@@ -370,15 +372,12 @@ def _backend_kwargs(profile, backend: str) -> dict:
 def question_llm(profile) -> RecordedLLM:
     """The recorded LLM that writes and reviews questions: the profile's question model, called with
     its question thinking and effort (``question_thinking``, ``question_effort``) when live."""
-    from ..llm import make_llm, record_store
-
     # a study of its own records its calls in its own folder (the shipped record is replayed, never written)
     root = None if profile.own_dir is None else profile.own_dir / "llm_records"
     backend = question_backend(profile)
     if backend != "anthropic":  # the local model, a server's, or the record: the question model or the LLM designs'
         return make_llm(backend, profile.question_model or profile.llm_model, profile.llm_record_backend,
                         records_root=root, **_backend_kwargs(profile, backend))
-    from ..llm.anthropic_backend import AnthropicBackend, profile_backend_kwargs
 
     model = profile.question_model
     return RecordedLLM(AnthropicBackend(model, **profile_backend_kwargs(profile, "question")),
@@ -397,10 +396,6 @@ def generate_for_profile(profile, papers: Sequence[Mapping[str, Any]], progress:
     """Notebook 02's live path: write and review a fresh set with the profile's question model,
     then save it to the profile's ``questions_path`` and the event log beside it. Before any call,
     the projected cost is printed and checked against the profile's ``max_cost_usd``."""
-    import json
-
-    from ..llm.cost import check_budget
-    from .questions import write_questions
 
     if not profile.question_model and question_backend(profile) == "anthropic":
         raise DataError(f"profiles/{profile.name}.yaml: questions_source 'generate' needs question_model")

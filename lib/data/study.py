@@ -21,6 +21,8 @@ from ..io import HeldLock, acquire, write_bytes, write_json, write_jsonl
 from .draw import draw_sources, tfidf_neighbours
 from .papers import Paper, read_collection
 from .questions import write_questions
+from . import documents as docs
+from datetime import datetime, timezone
 
 # the settings that decide what the import reads (a change re-imports)
 IMPORT_SETTINGS = ("documents_path", "documents_format", "document_fields", "document_metadata", "questions_source",
@@ -90,8 +92,6 @@ def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dic
     """The documents, the questions (``{qid, question, relevant: {doc id: grade}}``; None when the
     questions are to be written by a model), which files they came from, and what was read but is
     not a question (a BEIR folder's queries its split does not judge: ``queries_unjudged``)."""
-    from . import documents as docs
-
     path = profile.path("documents_path")
     fmt = profile.documents_format or ("beir" if path.is_dir() else None)
     files = {"documents": shown_path(path)}
@@ -196,8 +196,6 @@ def set_aside(profile: Profile, old_key: str, data: dict[Path, bytes]) -> dict:
     study's results) are moved into ``superseded/<UTC time>-<old inputs key>/`` of the study's
     folder, their paths kept, nothing deleted; what was moved is returned (the manifest keeps it, and
     :func:`say` prints it)."""
-    from datetime import datetime, timezone
-
     home = profile.study_dir or profile.data_dir.parent
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     dest = home / "superseded" / f"{stamp}-{old_key[:12]}"

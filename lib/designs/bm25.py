@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from .base import DEPTH, Question, Result
+from ..search.bm25 import SETTINGS
 
 
 class BM25Design:
@@ -17,8 +18,6 @@ class BM25Design:
 
     @classmethod
     def from_parts(cls, parts, provenance: dict) -> "BM25Design":
-        from ..search.bm25 import SETTINGS
-
         return cls(parts.bm25, k=parts.profile.dense_k, provenance={**provenance, "bm25": SETTINGS})
 
     def retrieve(self, question: Question, run: int = 1) -> Result:

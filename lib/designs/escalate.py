@@ -24,6 +24,7 @@ from ..search.fusion import rrf
 from .agent import AgentDesign, next_query
 from .base import DEPTH, LLMUse, Question, Result
 from .hybrid import HybridRerankDesign
+from ..llm.base import load_prices
 
 SIGNALS = ("margin", "top_score", "dense_top")
 FIRST_PASS_KEPT = 10  # first-pass ids kept in the record (enough for recall@5, MRR@10 and helped/hurt)
@@ -114,8 +115,6 @@ class EscalateDesign:
         bounds = Bounds(p.escalate_max_queries, p.escalate_max_llm_calls, p.escalate_max_tokens, p.escalate_max_cost_usd)
         prices = None
         if parts.llm_source() == "anthropic":
-            from ..llm.base import load_prices
-
             prices = load_prices()
         return cls(HybridRerankDesign.from_parts(parts, provenance), AgentDesign.from_parts(parts, provenance),
                    p.escalate_signal, p.escalate_threshold, bounds, p.rrf_k, prices, provenance)

@@ -8,6 +8,7 @@ import time
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, Question, Result
 from .rerank import RerankDesign, rerank_scored
+from ..search.bm25 import SETTINGS
 
 
 def hybrid_ids(searcher, bm25, query: str, depth: int, rrf_k: int) -> list[str]:
@@ -27,8 +28,6 @@ class HybridDesign:
 
     @classmethod
     def from_parts(cls, parts, provenance: dict) -> "HybridDesign":
-        from ..search.bm25 import SETTINGS
-
         p = parts.profile
         return cls(parts.searcher, parts.bm25, p.hybrid_depth, p.rrf_k, {**provenance, "bm25": SETTINGS})
 
@@ -51,8 +50,6 @@ class HybridRerankDesign:
 
     @classmethod
     def from_parts(cls, parts, provenance: dict) -> "HybridRerankDesign":
-        from ..search.bm25 import SETTINGS
-
         p = parts.profile
         return cls(parts.searcher, parts.bm25, parts.reranker(), parts.texts(), p.hybrid_depth, p.rrf_k, p.rerank_k,
                    {**provenance, "bm25": SETTINGS})

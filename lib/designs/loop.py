@@ -44,6 +44,9 @@ result to the model before the model's first turn, as a well-formed tool exchang
 search call, then its tool result). That search is a code-decided step of the trace and one of the
 loop's searches (it ranks in the fusion, and its papers may be read and cited); it takes no model
 turn of ``loop_max_steps``, and its tokens count in every turn's prompt and so in the budget.
+
+Over 500 lines: the loop, its question-first variant, the tools' results and the caps are one state
+machine over one trace, kept in one file.
 """
 from __future__ import annotations
 
@@ -58,6 +61,7 @@ from ..llm.base import INCOMPLETE_STOPS
 from ..llm.tools import assistant_blocks, chat_text, malformed_calls, text_block, tool_result_block, tool_use_block
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, LLM_SETTINGS, LLMUse, Question, Result
+from ..llm.stubs import stub_llm
 
 ANSWER_TOOL = "answer"          # the local protocol's answer call
 CHARS_PER_TOKEN = 3.0           # conservative for budget projections (English prose runs about 4)
@@ -245,8 +249,6 @@ class LoopDesign:
         p = parts.profile
         style = parts.prompt_style()
         if p.loop_backend:
-            from ..llm.stubs import stub_llm
-
             llm = stub_llm(p.loop_backend)
             provenance = {**provenance, "llm_backend": llm.name, "llm_source": llm.name}
         else:

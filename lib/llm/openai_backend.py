@@ -84,7 +84,7 @@ class OpenAIBackend:
                            "openai_base_url or OPENAI_BASE_URL in the environment (e.g. http://127.0.0.1:8000/v1)")
         self.prices = prices if prices is not None else load_prices()
         try:
-            import openai
+            import openai  # the OpenAI SDK is optional (only the OpenAI-compatible backend needs it)
         except ImportError as exc:
             raise LLMError("llm_backend 'openai' needs the openai package (pip install openai)") from exc
         key = api_key or os.environ.get(api_key_env) or PLACEHOLDER_KEY

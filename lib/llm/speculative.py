@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .grammar_text import GrammarError, GrammarText
+from .grammar_sampler import CheckedGrammarSampler, covered
 
 # prompt lookup for free text: up to 4 tokens after a run of 3 or 2 tokens seen before (measured on the
 # agent's recorded requests: 4 tokens gave the shortest calls, 8 wasted more on wrong guesses; docs/speed.md)
@@ -110,8 +111,6 @@ def drafting_llama(llama_class: type) -> type:
         def _init_sampler(self, **kwargs):
             """The request's chain; with a grammar, checked only on the tokens the chain can draw
             (:mod:`lib.llm.grammar_sampler`: the same draws)."""
-            from .grammar_sampler import CheckedGrammarSampler, covered
-
             grammar = kwargs.get("grammar")
             if grammar is None or not self.check_drawable or not covered(**kwargs):
                 return super()._init_sampler(**kwargs)
@@ -197,7 +196,7 @@ def drafting_llama(llama_class: type) -> type:
 
 def is_end(llm: Any, token: int) -> bool:
     """Whether a token ends a reply (llama.cpp's end-of-generation tokens)."""
-    import llama_cpp
+    import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
     return bool(llama_cpp.llama_vocab_is_eog(llm._model.vocab, token))
 

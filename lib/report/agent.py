@@ -12,6 +12,7 @@ import pandas as pd
 from ..evaluation import scores
 from .article import article_figures, shows_article
 from .display import percent
+from .pages import paired_rows, show
 
 NAME = "agent"
 COLUMNS = ["measure", "article (3 runs, Claude Haiku)", "this report"]
@@ -94,9 +95,8 @@ def agent_shares_sentence(table: pd.DataFrame) -> str:
 def agent_section(profile) -> pd.DataFrame:
     """The agent notebook's table: the article's published agent figures beside ours, from this
     condition's saved agent and dense runs (only those records read), with a sentence."""
-    from IPython.display import Markdown, display
+    from IPython.display import Markdown, display  # IPython is only needed inside a notebook
 
-    from .pages import paired_rows, show
 
     rows = paired_rows(profile, NAME)
     table = agent_shares(rows["pq"], rows["pq_all"], rows["partial"], rows["questions"])

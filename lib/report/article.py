@@ -6,6 +6,7 @@ import json
 from functools import lru_cache
 
 from ..config import ROOT
+from .display import fixed, with_range
 
 PATH = ROOT / "data" / "article_figures.json"
 
@@ -20,7 +21,6 @@ def article_cell(design: str, metric: str) -> str:
     r = article_figures()["results"].get(design)
     if not r or metric not in r:
         return "—"
-    from .display import fixed, with_range  # one minus sign for the article's numbers and ours
 
     cell = ("≈" if r.get(f"{metric}_derived") else "") + fixed(r[metric])
     delta = r.get(f"delta_{metric}")

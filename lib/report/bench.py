@@ -14,6 +14,15 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+from ..search.dense import DenseIndex
+from ..search import milvus_index as mi
+import shutil
+from ..search.bm25 import BM25Index
+import re
+from collections import Counter
+from ..search.bm25 import SETTINGS
+from ..paths import ROOT
+import tempfile
 
 
 def encoder_flops(lengths: Sequence[int], d: int, d_ff: int, layers: int) -> float:
@@ -89,8 +98,6 @@ def like_vectors(n: int, sample: np.ndarray, seed: int, block: int = 100_000) ->
 
 def rss_mb() -> float:
     """This process's resident memory now (Linux /proc/self/statm), in MB."""
-    import os
-
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
@@ -118,8 +125,6 @@ def dense_at_scale(ids: Sequence[str], vectors: np.ndarray, queries: np.ndarray,
     these vectors, and HNSW recall@10 against the exact search, at ``hnsw_ef_search`` and each of ``ef_sweep``.
     Memory: the index's own bytes (the float32 rows, for HNSW plus its graph) and the process's resident
     memory it added. One backend is held at a time."""
-    from ..search.dense import DenseIndex
-
     n, d = vectors.shape
     steps: dict[str, dict] = {}
     exact10: list[list[str]] = []
@@ -162,9 +167,6 @@ def engine_at_scale(ids: Sequence[str], vectors: np.ndarray, queries: np.ndarray
     these vectors, beside :func:`dense_at_scale`'s backends: build time (insert and index), query latency (``k``
     deep, median and p95, through the client as a design searches) and recall@10 against numpy's exact search, for
     each index type (HNSW with the same settings as faiss's, swept over ``ef_sweep``)."""
-    from ..search import milvus_index as mi
-    from ..search.dense import DenseIndex
-
     n, d = vectors.shape
     exact = DenseIndex(ids, vectors)
     exact10 = [[h.id for h in exact.search_vector(q, 10)] for q in queries]
@@ -219,10 +221,6 @@ def bm25_at_scale(n: int, vocabulary: Sequence[str], weights: Sequence[float], c
     save the index, its size on disk, the resident memory added by reading it back memory-mapped, and query
     latency (``k`` deep, median and p95). Each query is ``query_words`` words taken from one chunk, so
     ``found_at_10`` (the share of queries whose chunk is in the top 10) checks that the index answers."""
-    import shutil
-    from pathlib import Path
-
-    from ..search.bm25 import BM25Index
 
     texts: list[str] = [t for part in synthetic_chunks(n, vocabulary, weights, words, seed=0) for t in part]
     papers = [{"id": f"c{i:08d}", "title": "", "abstract": t} for i, t in enumerate(texts)]
@@ -264,10 +262,6 @@ def bm25_at_scale(n: int, vocabulary: Sequence[str], weights: Sequence[float], c
 def collection_vocabulary(texts: Sequence[str], top: int = 50_000) -> tuple[list[str], list[int]]:
     """The words of these texts (lowercased, split by BM25's token pattern) and their counts, the ``top``
     most frequent, for :func:`synthetic_chunks`."""
-    import re
-    from collections import Counter
-
-    from ..search.bm25 import SETTINGS
 
     token = re.compile(SETTINGS["token_pattern"])
     counts = Counter(w for t in texts for w in token.findall(t.lower()))
@@ -344,8 +338,6 @@ def children_cpu() -> float:
 def fresh_clone(dest: Path, commit: str = "HEAD") -> Path:
     """A clone of the repository at ``commit`` in ``dest`` (its objects shared, its files checked out fresh),
     with the repository's set-up .venv linked in: what a reader has after `git clone` and `make setup`."""
-    from ..paths import ROOT
-
     sha = subprocess.run(["git", "rev-parse", commit], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
     subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(dest)], check=True)
     subprocess.run(["git", "checkout", "--quiet", sha], cwd=dest, check=True)
@@ -359,8 +351,6 @@ def rerender_in_clone(commit: str = "HEAD", log: Callable[[str], None] = print) 
     not yet synced, the project's modules not yet compiled, no cache built on use), ``report_rerender_warm``
     the same command again. Each step says how it was measured and which files the run left different from
     the commit (``changed``: none when a fresh render reproduces every committed file byte for byte)."""
-    import tempfile
-
     out = {}
     with tempfile.TemporaryDirectory(prefix="rerender-") as tmp:
         clone = fresh_clone(Path(tmp) / "clone", commit)
@@ -383,8 +373,6 @@ def measure(command: list[str], cwd: Path | None = None) -> dict:
     """Run ``command`` to completion and return its CPU seconds (user + system, every process it
     started), wall seconds and a summary in words; a command that fails raises CalledProcessError.
     ``cwd``: the repository unless given."""
-    from ..paths import ROOT
-
     cpu0, t0 = children_cpu(), time.perf_counter()
     subprocess.run(command, cwd=ROOT if cwd is None else cwd, check=True, stdout=subprocess.DEVNULL)
     wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0

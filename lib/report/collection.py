@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .article import article_figures
+from collections import Counter
+from ..pipeline import document_chunks
 
 
 def draw_table(manifest: dict) -> pd.DataFrame:
@@ -58,9 +60,6 @@ def documents_table(manifest: dict, rows: list[dict], profile=None) -> pd.DataFr
 def chunk_counts(profile, rows: list[dict]) -> dict | None:
     """How the documents were chunked for search: chunks, and documents in one chunk and in several
     (None when the profile searches whole documents)."""
-    from collections import Counter
-
-    from ..pipeline import document_chunks
 
     chunks = document_chunks(profile, rows)
     if chunks is None:

@@ -23,6 +23,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
+from ..config import DEFAULT_PROFILE
+from ..config import load_profile
+from ..designs import design_class
 
 # the rerank step's signals as the labels name them
 SIGNAL_WORDS = {"cross_encoder": "cross-encoder", "dense": "dense", "bm25": "BM25"}
@@ -57,12 +60,8 @@ def headroom_words(head: Mapping[str, Any], source: str = "the source") -> str:
 def _weights(profile: Any) -> Mapping[str, float]:
     """The rerank weights of a profile, a profile's name, or the weights themselves."""
     if profile is None:
-        from ..config import DEFAULT_PROFILE
-
         profile = DEFAULT_PROFILE
     if isinstance(profile, str):
-        from ..config import load_profile
-
         profile = load_profile(profile)
     if isinstance(profile, Mapping):
         return profile
@@ -92,8 +91,6 @@ def design_namer(profile: Any = None) -> Callable[[str], str]:
 def calls_a_model(design: str) -> bool:
     """Whether the design's answers involve a language model (escalate: when it escalates)."""
     try:
-        from ..designs import design_class
-
         return bool(design_class(design).uses_llm)
     except Exception:  # a name not in the registry (a test's table)
         return design in LLM_DESIGNS

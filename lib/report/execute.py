@@ -26,6 +26,10 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
+import tempfile
+from ..errors import redacted
+import json
+from ..progress import UNSCORED
 
 KERNEL = "agentic-rag-evidence"
 # run in the kernel before each notebook: its names gone, its cells counted from 1 again (as a fresh
@@ -46,8 +50,8 @@ del _sys, _plt
 def notebook_parameters(profile_file: str | Path | None, words: Sequence[str] = ()) -> dict:
     """The parameters papermill's command line would inject for ``-f profile_file -p NAME VALUE ...``:
     the file's settings, then each ``-p`` value typed as papermill types it (``_resolve_type``)."""
-    from papermill.cli import _resolve_type
-    from papermill.iorw import read_yaml_file
+    from papermill.cli import _resolve_type  # papermill is heavy and only running a notebook needs it
+    from papermill.iorw import read_yaml_file  # papermill is heavy and only running a notebook needs it
 
     params = dict(read_yaml_file(str(profile_file)) or {}) if profile_file else {}
     words = list(words)
@@ -63,10 +67,8 @@ class SharedKernel:
     """One started kernel of ``kernel_name`` (cwd ``cwd``) that papermill runs every notebook in."""
 
     def __init__(self, kernel_name: str = KERNEL, cwd: Path | None = None):
-        import tempfile
-
-        from jupyter_client.manager import AsyncKernelManager
-        from jupyter_core.utils import run_sync
+        from jupyter_client.manager import AsyncKernelManager  # the Jupyter machinery is only needed to run a notebook
+        from jupyter_core.utils import run_sync  # the Jupyter machinery is only needed to run a notebook
 
         self._run = run_sync
         # the kernel talks over local (IPC) sockets in a folder of its own, not over TCP: nothing listens on
@@ -113,10 +115,9 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
     fails, naming its error on stderr. With ``state``, the completed pages executed before the state
     last changed are executed again, once, in order (module docstring). Returns (the names that
     completed, the executed notebooks of the runs that did not)."""
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+    import papermill as pm  # papermill is heavy and only running a notebook needs it
+    from papermill.exceptions import PapermillExecutionError  # papermill is heavy and only running a notebook needs it
 
-    from ..errors import redacted
 
     log = log or (lambda line: print(line, flush=True))
     logging.getLogger("papermill").setLevel(logging.ERROR)
@@ -167,9 +168,6 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
 
 def unscored_lines(notebook: Path) -> list[str]:
     """The lines an executed notebook marked as leaving a design unscored (``lib.progress.unscored``), in order."""
-    import json
-
-    from ..progress import UNSCORED
 
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     return [str(o["metadata"][UNSCORED]) for c in nb.get("cells", []) for o in c.get("outputs", [])

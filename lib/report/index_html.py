@@ -20,6 +20,13 @@ from .index_numbers import (BENCH_STEPS, DEFAULT_CONDITION, ESCALATION_CHOICE, M
 from .index_words import (ARTICLE_DESIGNS, DEV_SET, _not_scored_note, design_words, rerank_short, rerank_step_words,
                           worth_its_cost)
 from . import queries
+from ..designs import design_names
+from .. import pipeline
+from ..evaluation.power import power_sentence
+from .agent import agent_shares, agent_shares_sentence
+from .fidelity import PROFILE_COLUMNS, fidelity_table
+from ..pipeline import collection
+from .collection import chunk_counts
 
 # the LLM designs besides the agent whose loss page 12 splits, in the order the index names them
 
@@ -40,8 +47,6 @@ def _table_html(df: pd.DataFrame, cls: str = "") -> str:
 
 
 def _md_bold(text: str) -> str:
-    import re
-
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))
 
 
@@ -49,7 +54,6 @@ def designs_html(table: pd.DataFrame, profile) -> str:
     """What was compared: each design in words, whether it calls a model, whether the article ran it."""
     cfg = _profile(profile)
     name = design_namer(cfg)
-    from ..designs import design_names
 
     designs = list(design_names())
     study = cfg.collection_source == "documents"
@@ -71,8 +75,6 @@ def designs_html(table: pd.DataFrame, profile) -> str:
 
 
 def conditions_list(table: pd.DataFrame, profile=None) -> str:
-    from .. import pipeline
-
     words = {"full questions": "the questions as the article wrote them, over the drawn collection of 2,000 papers",
              "short questions": "their 2-5 keyword short forms",
              "two-part questions": "questions that only two papers answer together (recall@5: the share of the two "
@@ -224,8 +226,6 @@ def condition_answer(table: pd.DataFrame, names: Callable[[str], str] | None = N
 def power_html(results_dir: Path) -> str:
     """Per condition, the power of the comparison with dense (from the scores notebook's
     ``conditions_power.csv``; empty where it has not been written)."""
-    from ..evaluation.power import power_sentence
-
     path = results_dir / "conditions_power.csv"
     if not path.exists():
         return ""
@@ -242,8 +242,6 @@ def power_html(results_dir: Path) -> str:
 def agent_html(scored, n_questions: int | None = None) -> str:
     """The agent's searches and its wins and losses against dense beside the article's, from the
     default condition's scored runs (``scored``: ``lib.evaluation.scores.Scored``, or None)."""
-    from .agent import agent_shares, agent_shares_sentence
-
     if scored is None:
         return "<p>The agent's saved runs could not be read for this page.</p>"
     table = agent_shares(scored.pq, scored.pq_all, scored.partial, n_questions or len(scored.questions))
@@ -253,8 +251,6 @@ def agent_html(scored, n_questions: int | None = None) -> str:
 def fidelity_html(profile) -> str:
     """The fidelity table (``lib.report.fidelity``): the rows where this profile substitutes a part
     first and whole, then every row in a box that opens."""
-    from .fidelity import PROFILE_COLUMNS, fidelity_table
-
     cfg = _profile(profile)
     title = dict(PROFILE_COLUMNS.values()).get(cfg.name)
     table = fidelity_table()
@@ -274,8 +270,6 @@ def study_html(profile) -> str:
     which models and backends (from its manifest and settings); no article's column beside it."""
     m = json.loads((profile.data_dir / "collection_manifest.json").read_text())
     rows = [(f"file: {k}", f"<code>{html.escape(v)}</code>") for k, v in m.get("files", {}).items()]
-    from ..pipeline import collection
-    from .collection import chunk_counts
 
     counts = chunk_counts(profile, collection(profile))
     size = f"{profile.chunk_tokens} word pieces" if profile.chunk_tokens else "the embedder's maximum input"

@@ -13,6 +13,10 @@ import pandas as pd
 from ..config import ROOT
 from .display import DASH, design_namer
 from . import queries
+from ..config import load_profile
+from ..designs import design_names
+from ..evaluation.scores import ALPHA
+from .. import pipeline
 
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
@@ -39,8 +43,6 @@ def notebook_designs(path: Path = NOTEBOOK_LIST) -> dict[str, tuple[str, ...]]:
 
 
 def _profile(profile):
-    from ..config import load_profile
-
     return load_profile(profile) if isinstance(profile, str) else profile
 
 # --------------------------------------------------------------------------- the numbers
@@ -98,8 +100,6 @@ def _scored(table: pd.DataFrame) -> pd.DataFrame:
 
 def _registry_order(g: pd.DataFrame) -> pd.DataFrame:
     """A condition's rows in the designs' registry order (a design with only a partial run at its place)."""
-    from ..designs import design_names
-
     order = {d: i for i, d in enumerate(design_names())}
     return g.sort_values("design", key=lambda s: s.map(lambda d: order.get(d, len(order))), kind="stable")
 
@@ -110,8 +110,6 @@ def verdict(row, metric: str, alpha: float | None = None) -> str | None:
     randomization test (``<metric>_p_holm``, from the saved differences), the difference is measurable
     when it is below ``alpha`` (lib.evaluation.scores.ALPHA, 0.05) and its sign says which way; otherwise,
     when the 95% paired bootstrap range excludes 0. (:func:`verdict_words` puts it in words.)"""
-    from ..evaluation.scores import ALPHA
-
     alpha = ALPHA if alpha is None else alpha
     p = row.get(f"{metric}_p_holm")
     delta = row.get(f"{metric}_delta")
@@ -155,9 +153,6 @@ ESCALATION_CHOICE = ROOT / "results" / "dev" / "escalation_selection.json"
 def runs_table(profile, table: pd.DataFrame) -> pd.DataFrame:
     """How each run was produced, compactly: per design, the conditions with the same runs, models,
     backend and profile; a run stopped part-way is named with its question count (saved, not scored)."""
-    from .. import pipeline
-    from ..designs import design_names
-
     cfg = _profile(profile)
     name = design_namer(cfg)
     rows = []

@@ -28,6 +28,7 @@ from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _scored, condi
 from .why import table as why_table
 from .index_words import (QUESTION, compact_table, headline_answer, split_scope, headline_table, parts_note, readme_answer,  # noqa: F401
                           readme_results, rerank_short)
+from .fidelity import fidelity_markdown
 
 # --------------------------------------------------------------------------- the README's first screen
 README = ROOT / "README.md"
@@ -166,8 +167,6 @@ def update_readme(answer: str | None = None, results: str | None = None, path: P
     """Put the generated answer, results and fidelity table between their markers in the README (a
     section whose markers are missing is left as it is); True when the file changed."""
     if fidelity is None:
-        from .fidelity import fidelity_markdown
-
         fidelity = fidelity_markdown()
     text = before = path.read_text(encoding="utf-8")
     for new, (start, end) in ((answer, ANSWER_MARKERS), (results, RESULTS_MARKERS), (fidelity, FIDELITY_MARKERS)):

@@ -16,6 +16,7 @@ from ..llm.prompts import corpus_for
 from .display import design_namer, fixed, number, seconds, source_words, with_range
 from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _registry_order, _scored, conditions_from_summary,
                             overall, verdict)
+from ..designs import design_names
 
 
 QUESTION = "Does an agent that can search again find better evidence than plain search?"
@@ -355,8 +356,6 @@ def unscored_words(table: pd.DataFrame, profile, condition: str = DEFAULT_CONDIT
                    left_out: dict[str, str] | None = None) -> str:
     """The designs the report describes that have no row in one condition's table, each with why:
     ``left_out`` (design -> reason) for those left out on purpose, else "no complete run saved"."""
-    from ..designs import design_names
-
     name = design_namer(profile)
     here = set(table.design[table.condition == condition]) if not table.empty else set()
     notes = [f"{name(d)}: {(left_out or {}).get(d, 'no run saved in this condition')}"

@@ -49,7 +49,7 @@ def runs(spec_dir: Path, python: str) -> bool:
 
 def register(spec_dir: Path, python: str, name: str = KERNEL) -> None:
     """Write the registration as ``ipykernel install`` writes it, for ``python``."""
-    from ipykernel.kernelspec import make_ipkernel_cmd, write_kernel_spec
+    from ipykernel.kernelspec import make_ipkernel_cmd, write_kernel_spec  # the Jupyter machinery is only needed to run a notebook
 
     shutil.rmtree(spec_dir, ignore_errors=True)
     spec_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +60,7 @@ def register(spec_dir: Path, python: str, name: str = KERNEL) -> None:
 
 def search_order() -> list[Path]:
     """The folders Jupyter looks for kernels in, first first (``jupyter_core.paths.jupyter_path``)."""
-    from jupyter_core.paths import jupyter_path
+    from jupyter_core.paths import jupyter_path  # the Jupyter machinery is only needed to run a notebook
 
     return [Path(p) for p in jupyter_path("kernels")]
 

@@ -3,7 +3,10 @@
 which caps), the step-through of one question's trace, model-decided steps set apart from
 code-decided ones, and the distribution of steps. Each page takes the loop design it shows
 (``loop``, or ``loop_question_first``: the question searched first by the code); notebook 9 shows the
-question-first loop beside the model-first one when its runs are saved, and says so when they are not."""
+question-first loop beside the model-first one when its runs are saved, and says so when they are not.
+
+Over 500 lines: the loop page's measures, step-through and charts all read one record shape (a loop's
+steps and caps), kept in one file so a change to that shape is made once."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -23,6 +26,11 @@ from .display import markdown_code, markdown_text, readable, safe_table, source_
 from .pages import reading
 from .plots import _save
 from . import queries
+from .pages import against_dense, with_index_family
+import json
+from collections import Counter
+from ..config import load_profile
+from ..evaluation.loop_selection import ARMS, parse_arm
 
 NAME = "loop"
 DESIGN_TITLES = {NAME: "the model-first loop", QUESTION_FIRST: "the question-first loop"}
@@ -44,8 +52,6 @@ def dense_differences(profile, design: str) -> tuple[dict, int]:
     """A design against dense (``pages.against_dense``) as {metric: its difference row (delta, low,
     high, p_holm: the index's Holm correction where saved, ``pages.with_index_family``)}, and the number of
     questions paired; empty when either has no complete run."""
-    from .pages import against_dense, with_index_family
-
     deltas, n, _ = against_dense(profile, design)
     deltas = with_index_family(profile, deltas)
     return ({r.metric: r for r in deltas.itertuples()} if not deltas.empty else {}), n
@@ -61,8 +67,6 @@ def _range_words(d: dict, metric: str) -> str:
 def chosen_design(path=None) -> str:
     """The loop design the page leads with: the one chosen on the dev set (``loop_selection.json``,
     docs/loop.md), or the model-first loop before any choice."""
-    import json
-
     path = LOOP_SELECTION if path is None else path
     if not path.exists():
         return NAME
@@ -283,8 +287,6 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
     both), its ranked list against dense on the same questions (``pages.against_dense``: the paired
     95% range) and its searches and turns as distributions (value: questions, the first run); a
     condition with no complete run is a row that says so. Reading only: nothing is run."""
-    from collections import Counter
-
     rows = []
     for cname, cp in queries.condition_profiles(profile).items():
         runs = saved_runs(cp, design=design)
@@ -606,8 +608,6 @@ def earlier_profile(profile):
     """The profile as it was before the prompt was chosen on dev (``loop_prompt`` one_example): its runs
     are kept in that setting's variant folder, where they still replay; None when the profile's prompt
     is that one."""
-    from ..config import load_profile
-
     if profile.loop_prompt == EARLIER_PROMPT:
         return None
     return load_profile(profile.name, **{**profile.overrides, "loop_prompt": EARLIER_PROMPT})
@@ -700,8 +700,6 @@ def distribution_words(counts: dict) -> str:
 def selection_table(record: dict) -> pd.DataFrame:
     """One row per dev arm (loop design x prompt variant) of ``results/dev/loop_selection.json``: its
     measures on the dev questions, and its searches and turns as distributions (value: questions)."""
-    from ..evaluation.loop_selection import ARMS, parse_arm
-
     rows = []
     for arm in sorted(record["arms"], key=lambda a: ARMS.index(a) if a in ARMS else len(ARMS)):
         design, prompt = parse_arm(arm)  # an arm not in ARMS is refused by name
@@ -719,8 +717,6 @@ def selection_page(profile, path=None) -> dict:
     """Notebook 9: the loop's prompt variants and first search, compared on the dev questions by the rule
     of docs/loop.md (stated before any dev score was seen) and the arm it chose; or, before every arm has
     run, a line saying which prompt the loop uses meanwhile (reading only: nothing is run here)."""
-    import json
-
     path = LOOP_SELECTION if path is None else path
     if not path.exists():
         display(Markdown(f"Not chosen yet: the six dev arms (`loop` and `loop_question_first`, each with the "

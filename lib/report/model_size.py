@@ -22,6 +22,7 @@ from ..llm.local_backend import LOCAL_MODELS
 from .display import fixed
 from .plots import ARTICLE_COLOUR, SMALL, _grid, _legend, _save, design_colours
 from . import queries
+from .. import pipeline
 
 AXIS_CONDITIONS = ("full questions", "short questions")
 AXIS_DESIGNS = ("agent", "multiquery", "loop", "loop_question_first")
@@ -61,8 +62,6 @@ def axis_table(profile: Profile, designs=AXIS_DESIGNS, conditions=AXIS_CONDITION
     """Condition x model x design: the design's recall@5 and MRR@10 and each minus dense with its
     paired range, the runs and questions scored, and a status (``scored``, ``no complete run`` with
     the partial runs named, or ``not run``). Reading only."""
-    from .. import pipeline
-
     rows = []
     for cname, cp in queries.condition_profiles(profile).items():
         if cname not in conditions:
@@ -102,8 +101,6 @@ def model_runs(mp: Profile, designs) -> tuple[pd.DataFrame, list[tuple[str, int]
     """Another model's saved runs of ``designs`` (its folder holds no dense: dense calls no model), every
     record checked as the scorer checks it: the per-question rows of its complete runs, and the runs
     stopped part-way (design, run)."""
-    from .. import pipeline
-
     parts = pipeline.ProfileParts(mp, progress=False)
     questions = pipeline.scored_questions(mp, parts.papers)
     scored = scores.load_scored(questions, pipeline.results_dir(mp), pipeline.record_check(mp, parts), designs=designs,

@@ -13,6 +13,21 @@ from ..llm.prompts import corpus_for
 from .display import (markdown_code, markdown_text, readable, safe_table, source_words, spreadsheet_safe, styled,
                       with_range)
 from . import queries
+import json
+from .display import number
+from ..designs import BASELINE
+from ..evaluation.metrics import per_question
+from ..runs import read_checked, run_files
+from pathlib import Path
+from .display import fixed, headroom_words, with_range
+from .index_numbers import verdict_words
+from ..io import LockedError
+from ..progress import unscored
+from ..runs import ReadOnlyResults, read_results, run_files
+from ..errors import DataError
+from .display import design_label
+from ..evaluation.loss import written_queries
+from ..config import ROOT, load_profile
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
@@ -26,7 +41,7 @@ def offline_tables() -> None:
     rendered HTML needs no network (itables' offline mode)."""
     global _TABLES_READY
     if not _TABLES_READY:
-        import itables
+        import itables  # itables is only needed inside a notebook
 
         itables.init_notebook_mode(all_interactive=False, connected=False)
         _TABLES_READY = True
@@ -48,7 +63,7 @@ PAGE_STYLE = ("<style>.jp-RenderedHTMLCommon table{font-size:12.5px}.jp-OutputAr
 def open_page(profile, *settings: str) -> None:
     """A notebook page's start: numbers rounded for reading, interactive whole tables, and the run's
     settings as a short table (instead of the injected parameters cell, which the HTML hides)."""
-    from IPython.display import HTML
+    from IPython.display import HTML  # IPython is only needed inside a notebook
 
     pd.set_option("display.precision", 3)
     pd.set_option("display.max_colwidth", None)  # whole questions, never cut mid-word
@@ -66,8 +81,6 @@ def open_page(profile, *settings: str) -> None:
 def study_banner(profile) -> str:
     """The line every page of a study of your own data opens with: its files and counts, so no page
     is read as the arXiv study's (the page's prose describes the arXiv study where they differ)."""
-    import json
-
     man = profile.data_dir / "collection_manifest.json"
     if not man.exists():
         return f"**A study of your own data** ({markdown_code(shown_path(profile.path('documents_path')))}); not imported yet."
@@ -82,8 +95,6 @@ def study_banner(profile) -> str:
 
 def setting_text(value) -> str:
     """A setting's value for reading: a mapping as "dense: 1, bm25: 1.5", a list joined, a number rounded."""
-    from .display import number
-
     if isinstance(value, dict):
         return ", ".join(f"{k}: {setting_text(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
@@ -103,7 +114,7 @@ def whole_table(df: pd.DataFrame, profile, name: str, caption: str = "", decimal
     """A long table shown whole and browsable (sortable, searchable, paged in the HTML), read as the
     report shows tables (:func:`lib.report.display.readable`), with the same rows, unrounded, saved as
     a CSV beside the rendered page."""
-    import itables
+    import itables  # itables is only needed inside a notebook
 
     path = profile.report_dir / "tables" / f"{name}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,10 +136,6 @@ def paired_rows(profile, name: str) -> dict:
     checked): ``pq_all`` every saved row, ``pq`` those of complete runs on the questions both answered
     in every complete run, ``partial`` the (design, run) pairs stopped part-way, ``questions`` the
     number of scored questions."""
-    from ..designs import BASELINE
-    from ..evaluation.metrics import per_question
-    from ..runs import read_checked, run_files
-
     parts = pipeline.ProfileParts(profile, progress=False)
     qs = pipeline.scored_questions(profile, parts.papers)
     sources = {q.qid: q.source_id for q in qs}
@@ -148,8 +155,6 @@ def against_dense(profile, name: str) -> tuple[pd.DataFrame, int, dict]:
     """One design against dense on the questions both answered in every complete run: the paired
     differences (``scores.deltas``), the number of such questions, and dense's headroom; empty
     differences when either has no complete run."""
-    from ..designs import BASELINE
-
     pq = paired_rows(profile, name)["pq"]
     if pq.empty or BASELINE not in set(pq.design):
         return pd.DataFrame(), 0, {}
@@ -171,8 +176,6 @@ def partial_runs_text(provenance: pd.DataFrame, n_questions: int) -> str:
 
 
 def shown_name(run_file: str) -> str:
-    from pathlib import Path
-
     return f"run {Path(run_file).stem[3:]}"
 
 
@@ -207,9 +210,6 @@ def design_reading(name: str, row: pd.Series | None, deltas: pd.DataFrame, n_com
     """The design page's reading, from its numbers. Its first sentence is the finding (the index
     shows it): the scores and, on the same questions, the difference from dense with its 95% range
     (for dense, its headroom); then its effort."""
-    from .display import fixed, headroom_words, with_range
-    from .index_numbers import verdict_words
-
     label = label or name
     if row is None:
         return f"{label} has no complete saved run yet" + (f": {partial}." if partial else ".")
@@ -246,10 +246,6 @@ def run_or_read(profile, name: str, runs=None) -> dict:
     """The design run (or resumed) for the page, as ``queries.design_page`` does; where it may not run
     now (a run of the shipped study still being recorded: it would add results, or another process
     is writing it), the page says so in words and shows what is saved."""
-    from ..io import LockedError
-    from ..progress import unscored
-    from ..runs import ReadOnlyResults, read_results, run_files
-
     try:
         return queries.design_page(profile, name, runs=runs)
     except (ReadOnlyResults, LockedError) as exc:
@@ -267,9 +263,6 @@ def design_page(profile, name: str, runs=None) -> dict:
     """Run (or resume) a design, then show its summary, what the LLM wrote for the first questions
     (LLM designs), provenance, and a reading generated from the numbers, with the design against
     dense on the same questions; returns what it showed."""
-    from ..errors import DataError
-    from .display import design_label
-
     open_page(profile, *pipeline.design_class(name).settings)
     label = design_label(name, profile)
     page = run_or_read(profile, name, runs)
@@ -284,8 +277,6 @@ def design_page(profile, name: str, runs=None) -> dict:
     else:
         show(summary, profile=profile)
     if pipeline.design_class(name).uses_llm and page["runs"]:
-        from ..evaluation.loss import written_queries  # a loop's code search of the question is none of them
-
         first_run = min(page["runs"])
         shown = page["runs"][first_run][:5]
         display(Markdown(f"## What the model wrote, exactly as written: the first {len(shown)} questions, run {first_run}"))
@@ -335,11 +326,7 @@ def provenance_view(prov: pd.DataFrame) -> pd.DataFrame:
 def reranker_report(profile) -> dict:
     """Notebook 04's report before the scores: how the offline cross-encoder was trained, and every
     rerank variant tried on the dev set (never on the bundled questions), with the one chosen."""
-    import json
 
-    import pandas as pd
-
-    from ..config import ROOT, load_profile
 
     out = {}
     training = ROOT / profile.reranker / "training.json"
@@ -380,9 +367,6 @@ def reranker_report(profile) -> dict:
                      "not eligible.")
     dev_profile = load_profile("dev", rerank_weights=profile.rerank_weights, rerank_k=profile.rerank_k)
     if dev_profile.results_dir == dev and (dev / "rerank").exists():
-        from ..errors import DataError
-        from ..evaluation import scores
-
         try:
             sc = queries.load_scored(dev_profile)
         except DataError as exc:  # the dev runs cannot be scored as they are: said, not hidden

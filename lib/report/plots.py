@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
 
 from .display import calls_a_model
+from ..designs import design_names
 
 # What could make a chart's PNG differ from one machine to the next, pinned here, where every chart module
 # gets its _save: the PNG is written by Agg (savefig's PNG path, whatever backend shows the figure);
@@ -38,7 +39,7 @@ STYLE = {"font.family": ["sans-serif"], "font.sans-serif": ["DejaVu Sans"], "tex
 
 def pin_style() -> None:
     """matplotlib's default style with :data:`STYLE`, and DejaVu Sans found as the file matplotlib ships."""
-    import matplotlib.style
+    import matplotlib.style  # matplotlib is heavy and only a chart needs it
 
     matplotlib.style.use("default")  # its defaults; the backend and other process settings are left alone
     plt.rcParams.update(STYLE)
@@ -83,7 +84,7 @@ def _save(fig, path: Path, rect: tuple = (0, 0, 1, 1), dpi: int = 100, layout: b
 
 def _renderer(fig):
     """The figure's Agg renderer (its canvas made an Agg one first where the backend's is not)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # matplotlib is heavy and only a chart needs it
 
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
@@ -244,8 +245,6 @@ def design_colours(designs) -> dict[str, str]:
 def _in_order(designs: list[str]) -> list[str]:
     """Designs in the registry's order (a design with only a partial run comes at its place, not last)."""
     try:
-        from ..designs import design_names
-
         order = {d: i for i, d in enumerate(design_names())}
     except Exception:
         order = {}

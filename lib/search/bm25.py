@@ -32,13 +32,13 @@ SETTINGS = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en", "stemme
 
 
 def _stemmer():
-    import Stemmer
+    import Stemmer  # PyStemmer is only needed when a keyword index is built
 
     return Stemmer.Stemmer(SETTINGS["stemmer"])
 
 
 def tokenize(texts: Sequence[str], show_progress: bool = False):
-    import bm25s
+    import bm25s  # bm25s is heavy (loads scipy) and only a keyword index needs it
 
     return bm25s.tokenize(list(texts), stopwords=SETTINGS["stopwords"], stemmer=_stemmer(),
                           token_pattern=SETTINGS["token_pattern"], show_progress=show_progress)
@@ -81,7 +81,7 @@ class BM25Index:
         row per chunk (every paper must have one): read from a cache folder (``base_dirs`` first,
         read-only, then ``cache_dir``) whose content matches the digest recorded when it was written,
         else built and written to ``cache_dir``. A cache whose content does not match is named and not used."""
-        import bm25s
+        import bm25s  # bm25s is heavy (loads scipy) and only a keyword index needs it
 
         if chunks is None:
             papers = sorted(papers, key=lambda p: p["id"])

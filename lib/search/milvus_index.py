@@ -32,6 +32,8 @@ import numpy as np
 
 from ..errors import EngineError
 from .dense import Hit
+import os
+from ..progress import bar as tqdm
 
 INSERT_BATCH = 2048  # rows sent to the engine at a time while building
 MAX_DEPTH = 16_384  # Milvus's largest top-k
@@ -55,10 +57,8 @@ class Connection:
 
     def client(self):
         """A connected pymilvus client; an unreachable engine is an :class:`EngineError` naming the URI."""
-        import os
-
-        from pymilvus import MilvusClient
-        from pymilvus.exceptions import MilvusException
+        from pymilvus import MilvusClient  # pymilvus is optional (only the Milvus backend needs it)
+        from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
         if self.uri.endswith(".db"):
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ class MilvusIndex:
         self.filter = "" if allowed is None else f"{self.id_field} in {self._literal(sorted(allowed))}"
 
     def _call(self, what: str, fn, **kwargs):
-        from pymilvus.exceptions import MilvusException
+        from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
         started = time.monotonic()
         try:
@@ -210,10 +210,9 @@ def build_collection(connection: Connection, ids: Sequence[str], vectors: np.nda
                      positions: Sequence[int] | None = None, index_type: str = "FLAT", m: int = 32,
                      ef_construction: int = 80, ef_search: int = 64, progress: bool = True) -> MilvusIndex:
     """The study's own collection of these rows (built, finished if a build was interrupted, or found)."""
-    from pymilvus import DataType
-    from pymilvus.exceptions import MilvusException
+    from pymilvus import DataType  # pymilvus is optional (only the Milvus backend needs it)
+    from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
-    from ..progress import bar as tqdm
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n, d = vectors.shape
@@ -259,8 +258,8 @@ def open_collection(connection: Connection, collection: str, id_field: str, vect
     exists and is loaded, ``id_field`` is a VARCHAR or INT64 field, ``vector_field`` a float vector of
     dimension ``dim`` (the query embedder's) indexed with an IP or COSINE metric. Each problem is an
     :class:`EngineError` naming the setting."""
-    from pymilvus import DataType
-    from pymilvus.exceptions import MilvusException
+    from pymilvus import DataType  # pymilvus is optional (only the Milvus backend needs it)
+    from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
     client = ReadOnlyClient(connection.client())
     started = time.monotonic()

@@ -20,7 +20,7 @@ SCORE_CACHE_DIR = ROOT / "data" / "cache" / "rerank"
 
 def load_cross_encoder(name: str, backend: str, max_length: int = 256):
     """The profile's cross-encoder: a hub model (needs network) or the folder trained here."""
-    from sentence_transformers import CrossEncoder
+    from sentence_transformers import CrossEncoder  # heavy (it loads torch): only a model in use needs it
 
     if backend == "huggingface-hub":
         try:
@@ -32,7 +32,7 @@ def load_cross_encoder(name: str, backend: str, max_length: int = 256):
         path = ROOT / name
         if not (path / "config.json").exists():
             raise ModelUnavailable(f"{name}: the offline reranker is not built; run `make reranker`")
-        import torch
+        import torch  # torch is heavy and only the reranker needs it
 
         # the weights are shipped in fp16 (half the size); compute in fp32 on the CPU
         return CrossEncoder(str(path), device="cpu", max_length=max_length, model_kwargs={"dtype": torch.float32})
@@ -66,7 +66,7 @@ class CrossEncoderScorer:
         if self._model is None:
             self._model = load_cross_encoder(self.name, self.backend, self.max_length)
             if self.int8:
-                import torch
+                import torch  # torch is heavy and only the reranker needs it
 
                 # dynamic int8 quantisation of the linear layers (weights int8, activations quantised per batch)
                 torch.ao.quantization.quantize_dynamic(self._model.model, {torch.nn.Linear}, dtype=torch.qint8,

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 from ..progress import bar as tqdm  # progress in the terminal, never in a page
+from ..data.papers import paper_text
+from .dense import DenseIndex
 
 
 def training_papers(pool, excluded_ids: set[str], before: str, n: int, seed: int):
@@ -49,9 +51,6 @@ def mine_examples(papers, embedder, n_train: int, n_heldout: int, n_negatives: i
     Returns the training groups ``(query, [positive, negative, ...])``, the held-out queries with
     their dense top 50 for evaluation, and the papers by id.
     """
-    from ..data.papers import paper_text
-    from .dense import DenseIndex
-
     make = QUERY_MAKERS[query]
     passages = [p.abstract if query == "title" else paper_text(p) for p in papers]
     index = DenseIndex([p.id for p in papers], embedder.embed(passages, desc="embedding training papers"))
@@ -78,8 +77,8 @@ def train_cross_encoder(base_path: str, groups, out_dir: Path, *, epochs: int = 
     """Fine-tune a 1-logit cross-encoder with a listwise softmax cross-entropy over each group of
     one positive and its hard negatives (as in Gao et al. 2021, "Rethink Training of BERT
     Rerankers in Multi-Stage Retrieval Pipeline"); deterministic on the CPU."""
-    import torch
-    from sentence_transformers import CrossEncoder
+    import torch  # torch is heavy and only the reranker needs it
+    from sentence_transformers import CrossEncoder  # heavy (it loads torch): only a model in use needs it
 
     torch.manual_seed(seed)
     ce = CrossEncoder(base_path, num_labels=1, max_length=max_length, device="cpu")

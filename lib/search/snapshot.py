@@ -22,6 +22,7 @@ from ..config import ROOT
 from ..errors import DataError
 from ..io import write_bytes, write_json
 from .embedder import Embedder, slug
+from ..data.papers import paper_text
 
 CHUNK = 1024
 SHIPPED_DIR = ROOT / "data" / "snapshot_embeddings"
@@ -75,8 +76,6 @@ def embed_chunks(ids: Sequence[str], texts: Sequence[str], embedder: Embedder, c
 def build_matrix(papers: Sequence[dict], embedder: Embedder, directory: Path = SHIPPED_DIR,
                  chunk_dir: Path = CHUNK_DIR, progress: bool = True) -> Path:
     """Embed every paper (by id) and write the float16 matrix and its provenance."""
-    from ..data.papers import paper_text
-
     rows = sorted(papers, key=lambda p: p["id"])
     ids, texts = [p["id"] for p in rows], [paper_text(p) for p in rows]
     t0 = time.perf_counter()
@@ -96,8 +95,6 @@ def build_matrix(papers: Sequence[dict], embedder: Embedder, directory: Path = S
 
 def load_matrix(papers: Sequence[dict], model: str, directory: Path = SHIPPED_DIR) -> tuple[list[str], np.ndarray]:
     """The shipped matrix for exactly these papers (ids and texts must match its provenance)."""
-    from ..data.papers import paper_text
-
     matrix, meta_path = matrix_paths(model, directory)
     if not matrix.exists() or not meta_path.exists():
         raise DataError(f"{matrix}: no snapshot embeddings for {model}; build them with `make snapshot-embeddings`")
@@ -116,8 +113,6 @@ def load_matrix(papers: Sequence[dict], model: str, directory: Path = SHIPPED_DI
 def check_matrix(papers: Sequence[dict], embedder: Embedder, sample: int = 32, seed: int = 0,
                  directory: Path = SHIPPED_DIR) -> dict:
     """Re-embed a seeded sample of papers and compare with the shipped vectors."""
-    from ..data.papers import paper_text
-
     ids, vecs = load_matrix(papers, embedder.name, directory)
     by_id = {p["id"]: p for p in papers}
     pick = np.random.default_rng(seed).choice(len(ids), size=min(sample, len(ids)), replace=False)
