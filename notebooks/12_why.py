@@ -123,7 +123,7 @@ if not tables.judges.empty:
             "run − prediction [95%]", "best leaf [95%]"]
     shown_j = shown_j[cols].assign(model=shown_j.model.map(model_label)).rename(
         columns={"p_stop": "stop accuracy", "p_search": "search accuracy"})
-    display(safe_table(shown_j).format({"stop accuracy": "{:.0%}", "search accuracy": "{:.0%}"}).hide(axis="index"))
+    display(safe_table(shown_j).format({"stop accuracy": why.percent, "search accuracy": why.percent}).hide(axis="index"))
 
 # %% [markdown]
 # ## 2. Where each difference comes from, decision by decision
@@ -146,7 +146,7 @@ else:
             "shown": "source shown", "query": "new query / rewrites", "final": "final list", "results": "results",
             "mrr_at_10_points": "MRR@10 points", "recall_at_5_points": "recall@5 points"}
     display(safe_table(p[list(cols)].rename(columns=cols))
-            .format({"MRR@10 points": lambda x: fixed(x, 4, sign=True), "recall@5 points": lambda x: fixed(x, 4, sign=True)})
+            .format({"MRR@10 points": why.points, "recall@5 points": why.points})
             .hide(axis="index"))
 
 # %% [markdown]

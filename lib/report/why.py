@@ -37,12 +37,21 @@ def _name(design: str, names: Callable[[str], str] | None = None) -> str:
 
 
 def _pct(x: float) -> str:
+    """A share as a whole percent; "n/a" where nothing measured it (never "nan%")."""
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}".replace("-", "−")
+
+
+percent = _pct
 
 
 def _signed(x: float) -> str:
     """A difference to three places, never "-0.000"."""
     return fixed(x, sign=True) if round(x, 3) != 0 else "±0.000"
+
+
+def points(x: float) -> str:
+    """A path's points to four places, never "-0.0000"."""
+    return fixed(x, 4, sign=True) if round(x, 4) != 0 else "±0.0000"
 
 
 def _ranged(d: float, lo: float, hi: float) -> str:
@@ -128,10 +137,14 @@ def judges_sentence(judges: pd.DataFrame, condition: str, model: str | None, met
     if r is None:
         return ""
     who = model_label(model)
-    gap = _ranged(r.gap, r.gap_low, r.gap_high)
-    agrees = (f"run minus prediction {gap}: no different from a judge erring at random" if r.agrees in (True, "True") else
-              f"run minus prediction {gap}: its errors cost {'more' if r.gap < 0 else 'less'} than random errors at "
-              "its accuracies would")
+    if pd.isna(r.get("gap", float("nan"))):  # a table saved before the paired gap was kept: the ranges alone
+        agrees = ("within the predicted range" if r.predicted_low <= r.actual <= r.predicted_high
+                  else "outside the predicted range")
+    else:
+        gap = _ranged(r.gap, r.gap_low, r.gap_high)
+        agrees = (f"run minus prediction {gap}: no different from a judge erring at random" if r.agrees in (True, "True")
+                  else f"run minus prediction {gap}: its errors cost {'more' if r.gap < 0 else 'less'} than random "
+                       "errors at its accuracies would")
     text = (f"In its decision trees ({int(r.questions)} questions), {who} had a stop accuracy of {_pct(r.p_stop)} and a "
             f"search accuracy of {_pct(r.p_search)}; a judge erring at random at those accuracies predicts "
             f"{_ranged(r.predicted, r.predicted_low, r.predicted_high)} {METRIC_WORDS[metric]} against dense, and the "
