@@ -205,6 +205,8 @@ if tp_res:
     display(safe_table(tp_counts).format({"share": "{:.1%}"}).hide(axis="index"))
     say(why.two_part_reading(tp_counts))
     display(safe_table(tp_table))
+elif tp is None:
+    say("This study has no two-part questions: nothing to show here.")
 else:
     say("No complete run of the question-first loop on the two-part questions.")
 
@@ -224,8 +226,13 @@ from lib.report.display import design_namer
 
 sizes = model_size.axis_table(cfg)
 published = article_figures() if shows_article(cfg) else None
-display(model_size.axis_chart(sizes, cfg.figures_dir / f"{cfg.name}_model_size.png", published, names=design_namer(cfg)))
 scored_sizes = sizes[sizes.status.str.startswith("scored")] if not sizes.empty else sizes
+several = not scored_sizes.empty and scored_sizes.model.nunique() > 1
+if several or published is not None:
+    display(model_size.axis_chart(sizes, cfg.figures_dir / f"{cfg.name}_model_size.png", published,
+                                  names=design_namer(cfg)))
+else:
+    say("Only one model was run in this study: no model-size axis to draw.")
 if not scored_sizes.empty:
     shown_sizes = ranged(scored_sizes, {"recall@5 − dense [95%]": "recall_at_5_delta",
                                         "MRR@10 − dense [95%]": "mrr_at_10_delta"})
