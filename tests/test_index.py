@@ -253,7 +253,9 @@ def test_a_design_page_reads_a_difference_as_the_index_does():
     row = pd.Series({"runs": 1, "questions": n, "recall_at_5": 0.98, "mrr_at_10": 0.92, "searches": 1.08,
                      "latency_median_s": 11.9, "llm_calls": 2.6, "cost_usd_per_q": 0.0})
     words = pages.design_reading("loop_question_first", row, pages.with_index_family(cfg, deltas), n, head)
-    expected = "measurably worse" if saved.p_holm < 0.05 else "no difference the questions can tell from zero"
+    # the one rule (lib.report.index_numbers.verdict): this range excludes 0, so a corrected p of 0.05 or more is
+    # said as such
+    expected = "measurably worse" if saved.p_holm < 0.05 else "not measurable: its 95% range excludes 0"
     assert f"MRR@10 −0.021 [−0.037, −0.005], p {saved.p_holm:.3f}, {expected}" in words
 
 

@@ -202,9 +202,9 @@ def test_a_first_read_of_the_record_cannot_drop_an_answer_another_thread_records
     reading, release, real_read = threading.Event(), threading.Event(), records.read_jsonl
     calls = []
 
-    def slow_first_read(path, **kw):
+    def slow_first_read(path, *args, **kw):
         calls.append(path)
-        rows = list(real_read(path, **kw))
+        rows = list(real_read(path, *args, **kw))
         if len(calls) == 1:  # the first reader holds its (empty) copy of the file while another thread records
             reading.set()
             release.wait(timeout=1.0)
