@@ -5,6 +5,8 @@ condition's saved records as the loss, merge and page-12 measurements take them 
 ``lib.evaluation`` take what is read here as arguments."""
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -80,13 +82,36 @@ def saved_runs_state(profile: Profile) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((str(p), p.stat().st_size) for p in files if p.exists()))
 
 
+_TABLES: dict[str, pd.DataFrame] = {}  # condition_table's last few results, by what they were computed from
+
+
+def _table_key(profile: Profile) -> str:
+    """What a condition table is computed from, cheaply: the profile's settings and overrides, every run file
+    of its grid by path and size (:func:`saved_runs_state`) and every file a setting names, by size and time."""
+    files = sorted({str(v) for v in profile.settings.values() if isinstance(v, str) and v and Path(v).is_file()})
+    state = {"settings": profile.settings, "overrides": profile.overrides, "runs": saved_runs_state(profile),
+             "files": [(f, Path(f).stat().st_size, Path(f).stat().st_mtime_ns) for f in files]}
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def condition_table(profile: Profile) -> pd.DataFrame:
     """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
     condition and the paired randomization test's p-values, Holm-corrected over the whole table
     (``<metric>_p_value``, ``<metric>_p_holm``, ``<metric>_measurable``, ``holm_family``), the
     citation hit rate of the designs that cite papers, dense's headroom, searches and
     latency, computed from the saved runs (reading only).
-    Runs stopped part-way are left out and named."""
+    Runs stopped part-way are left out and named. Kept in this process by what it was computed from
+    (:func:`_table_key`), so the pages of one ``make report`` compute it once; a run saved since, a changed
+    setting or a changed file named by a setting computes it again."""
+    key = _table_key(profile)
+    if key not in _TABLES:
+        if len(_TABLES) >= 4:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = _condition_table(profile)
+    return _TABLES[key].copy()
+
+
+def _condition_table(profile: Profile) -> pd.DataFrame:
     rows = []
     for cname, cp in condition_profiles(profile).items():
         sc = load_scored(cp)
