@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..designs import Question, Result
 from .loss import SHOWN
-from .metrics import ZERO, paired_bootstrap, scores_of
+from .metrics import paired_bootstrap, scores_of
 from .why_paths import fused, query_effect, source_rank
 
 METRICS = ("mrr_at_10", "recall_at_5")
@@ -92,11 +92,6 @@ def accuracy(chains: Sequence[Chain]) -> dict:
             "decisions_shown": shown, "decisions_not_shown": unshown}
 
 
-def _range(values: np.ndarray, base: np.ndarray, n_resamples: int, seed: int) -> tuple[float, float, float]:
-    d, lo, hi = paired_bootstrap(values, base, n_resamples, seed)
-    return tuple(0.0 if abs(x) < ZERO else float(x) for x in (d, lo, hi))
-
-
 def judge_rows(chains: Sequence[Chain], condition: str, model: str, n_resamples: int = 2000, seed: int = 7,
                design: str = "agent") -> list[dict]:
     """judges.csv rows of one model in one condition: the judge at the model's measured accuracies and at
@@ -107,16 +102,16 @@ def judge_rows(chains: Sequence[Chain], condition: str, model: str, n_resamples:
         base = np.array([c.dense[metric] for c in chains])
         actual = np.array([c.leaves[c.path - 1][metric] for c in chains])
         best = np.array([max(x[metric] for x in c.leaves) for c in chains])
-        a = _range(actual, base, n_resamples, seed)
-        ceil = _range(best, base, n_resamples, seed)
+        a = paired_bootstrap(actual, base, n_resamples, seed)
+        ceil = paired_bootstrap(best, base, n_resamples, seed)
         for point, at in POINTS.items():
             ps, pq = (acc["p_stop"], acc["p_search"]) if at is None else at
             # an accuracy with no decision to measure it on acts on no state: any value predicts the same
             values = np.array([expected(c, 1.0 if np.isnan(ps) else ps, 0.0 if np.isnan(pq) else pq, metric)
                                for c in chains])
-            pred = _range(values, base, n_resamples, seed)
+            pred = paired_bootstrap(values, base, n_resamples, seed)
             # actual minus predicted, paired over questions: does the model's run cost what random errors would?
-            gap = _range(actual, values, n_resamples, seed) if at is None else (np.nan,) * 3
+            gap = paired_bootstrap(actual, values, n_resamples, seed) if at is None else (np.nan,) * 3
             rows.append({"condition": condition, "design": design, "model": model, "point": point, "p_stop": ps,
                          "p_search": pq, "decisions_shown": acc["decisions_shown"],
                          "decisions_not_shown": acc["decisions_not_shown"], "questions": len(chains), "metric": metric,

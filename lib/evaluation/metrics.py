@@ -142,7 +142,7 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000, seed
 
 def _zeroed(x: float) -> float:
     """0 for a value within 1e-12 of zero (floating-point noise of a mean, e.g. 9.3e-20, is no difference)."""
-    return 0.0 if abs(x) < 1e-12 else x
+    return 0.0 if abs(x) < ZERO else x
 
 
 PERMUTATIONS = 10_000  # sign flips of the randomization test where no exact distribution is computable

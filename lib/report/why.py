@@ -11,6 +11,7 @@ from typing import Callable
 
 import pandas as pd
 
+from ..evaluation.metrics import ZERO
 from .display import fixed
 from .model_size import model_label
 
@@ -29,7 +30,6 @@ STEP_WORDS = {"both cited": "both papers cited", "read, not cited": "the second 
               "shown, not read": "the second paper shown by a search but never read",
               "in its list, never shown": "the second paper in its searches' lists but never among the titles shown",
               "never found": "the second paper in none of its searches' results"}
-ZERO = 1e-12
 
 
 def _name(design: str, names: Callable[[str], str] | None = None) -> str:

@@ -20,7 +20,6 @@ from ..runs import read_results, run_files
 from .queries import condition_records
 
 TREE = "agent_tree"
-FILES = {"paths": "why_paths.csv", "judges": "judges.csv", "grid": "judges_grid.csv", "quality": "query_quality.csv"}
 
 
 @dataclass
