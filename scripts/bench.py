@@ -27,7 +27,8 @@ uniform vectors have no structure and are HNSW's hardest case, real embeddings a
 With each synthetic size it also times BM25 (lib.search.bm25) over that many synthetic chunks of 100
 words drawn from the snapshot abstracts' word frequencies: build, size on disk, memory added when read
 back memory-mapped, query latency, and whether a query made of one chunk's words finds it.
-``make bench ARGS="--scale 100000"``.
+``make bench ARGS="--scale 100000"``; ``--no-bm25`` leaves BM25 out. Each part's figures are also written as
+they come to build/bench-scale-partial.json.
 
 Dense search in a search engine (``retriever: milvus``, docs/engine.md), when asked: ``--engine`` alone compares
 Milvus (Milvus Lite embedded, an exact collection) with the in-process exact search on the bundled example's and
@@ -104,9 +105,14 @@ def snapshot_vectors():
     return list(ids), vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
 
-def dense_scale(sizes: list[str], threads: int, kind: str = "uniform", engine: bool = False) -> dict:
+PARTIAL = ROOT / "build" / "bench-scale-partial.json"  # the --scale steps measured so far (a long run's checkpoint)
+
+
+def dense_scale(sizes: list[str], threads: int, kind: str = "uniform", engine: bool = False,
+                bm25: bool = True) -> dict:
     """The ``--scale`` figures (lib/report/bench.py dense_at_scale), one size after another; with ``engine``
-    (``--engine``) Milvus's too (engine_at_scale)."""
+    (``--engine``) Milvus's too (engine_at_scale); without ``bm25`` (``--no-bm25``) no BM25 at scale. Each
+    part's figures are written to build/bench-scale-partial.json as they come (a 1M run takes hours)."""
     import tempfile
 
     import faiss
@@ -115,9 +121,14 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform", engine: b
     from lib.report.bench import bm25_at_scale, dense_at_scale, engine_at_scale, like_vectors, unit_vectors
 
     faiss.omp_set_num_threads(threads)
-    steps = {}
+    steps: dict = {}
+
+    def keep(new: dict) -> None:
+        steps.update(new)
+        PARTIAL.parent.mkdir(parents=True, exist_ok=True)
+        PARTIAL.write_text(json.dumps(steps, indent=1))
     real = snapshot_vectors() if "snapshot" in sizes or kind == "spectrum" else None
-    vocabulary = snapshot_vocabulary() if any(s != "snapshot" for s in sizes) else None  # once, for every size
+    vocabulary = snapshot_vocabulary() if bm25 and any(s != "snapshot" for s in sizes) else None  # once, for every size
     for size in sizes:
         label = size
         if size == "snapshot":
@@ -136,13 +147,13 @@ def dense_scale(sizes: list[str], threads: int, kind: str = "uniform", engine: b
         print(f"dense search over {len(ids):,} vectors ({label})", flush=True)
         if engine:  # Milvus beside faiss, over the same vectors and queries
             with tempfile.TemporaryDirectory(dir=ROOT / "build") as folder:
-                steps.update(engine_at_scale(ids, vecs, queries, label, folder, log=lambda m: print("  " + m, flush=True)))
-        steps.update(dense_at_scale(ids, vecs, queries, label=label, log=lambda m: print("  " + m, flush=True)))
+                keep(engine_at_scale(ids, vecs, queries, label, folder, log=lambda m: print("  " + m, flush=True)))
+        keep(dense_at_scale(ids, vecs, queries, label=label, log=lambda m: print("  " + m, flush=True)))
         del vecs
-        if size != "snapshot":
+        if size != "snapshot" and bm25:
             print(f"BM25 over {int(size):,} synthetic chunks", flush=True)
-            steps.update(bm25_at_scale(int(size), *vocabulary, ROOT / "build" / "bench-bm25-scale", label=size,
-                                       log=lambda m: print("  " + m, flush=True)))
+            keep(bm25_at_scale(int(size), *vocabulary, ROOT / "build" / "bench-bm25-scale", label=size,
+                               log=lambda m: print("  " + m, flush=True)))
     return steps
 
 
@@ -519,7 +530,8 @@ def main(argv: list[str]) -> None:
             out = json.loads(BENCH.read_text())
         import faiss
 
-        out["steps"].update(dense_scale(scale, THREADS, vector_kind(argv), engine="--engine" in argv))
+        out["steps"].update(dense_scale(scale, THREADS, vector_kind(argv), engine="--engine" in argv,
+                                         bm25="--no-bm25" not in argv))
         out["machine"]["faiss"] = faiss.__version__
     elif "--engine" in argv:  # Milvus against exact search on the real collections; the rest kept from the file
         if BENCH.exists():
