@@ -38,11 +38,13 @@ with ``--scale`` it also builds a Milvus HNSW collection over the same synthetic
 """
 import importlib.util
 import json
+import multiprocessing
 import os
 import platform
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 # OpenMP threads sleep rather than spin between computations (lib.llm.local_backend.passive_omp_threads): read
@@ -215,9 +217,37 @@ def snapshot_vocabulary():
 
 # the designs whose model calls `make bench` measures, and the record kind each makes
 LLM_DESIGNS = {"agent": "agent", "multiquery": "rewrite", "loop": "loop_question_first"}
-# the call paths measured: the default (prefix reuse and the fast path of lib.llm.speculative), a token
-# at a time with prefix reuse, and a token at a time with every prompt evaluated whole
-CALL_MODES = (("fast", True, True), ("prefix", True, False), ("no_prefix", False, False))
+# the call paths measured, side by side (lib.llm.local_backend DECODERS): the default (prefix reuse and the fast
+# path of lib.llm.speculative), a token at a time with prefix reuse and with every prompt evaluated whole, and the
+# maintained variants over llama-cpp-python's public API alone (lib.llm.guided): llguidance's masks and forced
+# tokens, its masks alone, and llama-cpp-python's LlamaPromptLookupDecoding; (name, prefix reuse, decoder)
+CALL_MODES = (("fast", True, "fast"), ("prefix", True, "token"), ("no_prefix", False, "token"),
+              ("llguidance", True, "llguidance"), ("llguidance_masks", True, "llguidance_masks"),
+              ("lookup", True, "lookup"))
+BOUND_GOAL = 1.2  # a call path is kept only within this ratio to the llama.cpp bound (agent and loop calls)
+
+
+def measure_mode(kind: str, n_calls: int, cache: bool, decoder: str) -> tuple[list[dict], list[str]]:
+    """One call path over a kind's last ``n_calls`` recorded requests (the one before them sent first, untimed,
+    with prefix reuse): each call's figures (``LocalBackend.last_call``) and reply. Run in a process of its own
+    (:func:`llm_bench`), so that no path's memory (llguidance's, a draft model's every-token logits) or state
+    reaches the next one's."""
+    from lib.llm import RecordStore
+    from lib.llm.base import LLMRequest
+    from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LocalBackend, local_model
+    from lib.llm.records import records_dir
+
+    store = RecordStore(records_dir("local", local_model(DEFAULT_LOCAL_MODEL).name))
+    requests = [LLMRequest.from_record(r) for r in list(store.records(kind).values())[-(n_calls + 1):]]
+    b = LocalBackend(DEFAULT_LOCAL_MODEL, prefix_cache=cache, decoder=decoder)
+    if cache:
+        b.complete(requests[0])  # untimed: llama.cpp holds what it held before these calls
+    calls, texts = [], []
+    for req in requests[1:]:
+        r = b.complete(req)
+        calls.append(dict(b.last_call))
+        texts.append(r.text)
+    return calls, texts
 
 
 def llm_bench(n_calls: int, log=print) -> dict:
@@ -245,7 +275,7 @@ def llm_bench(n_calls: int, log=print) -> dict:
     from lib.llm.base import LLMRequest
     from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LocalBackend, llama_speed, local_model, prompt_tokens
     from lib.llm.records import records_dir
-    from lib.report.bench import llm_call_figures, prefix_share
+    from lib.report.bench import decoder_choice, llm_call_figures, prefix_share
 
     model = local_model(DEFAULT_LOCAL_MODEL)
     store = RecordStore(records_dir("local", model.name))
@@ -285,22 +315,19 @@ def llm_bench(n_calls: int, log=print) -> dict:
             # --- the call path, design by design, with prefix reuse and without
             for design, kind in LLM_DESIGNS.items():
                 recs = records[kind][-(n_calls + 1):]
-                requests = [LLMRequest.from_record(r) for r in recs]
                 row: dict = {"kind": kind, "loadavg_before": load()}
                 replies = {}
-                for mode, cache, draft in CALL_MODES:
-                    b = LocalBackend(model.name, prefix_cache=cache, draft=draft)
-                    if cache:
-                        b.complete(requests[0])  # untimed: llama.cpp holds what it held before these calls
-                    calls, texts = [], []
-                    for req in requests[1:]:
-                        r = b.complete(req)
-                        calls.append(dict(b.last_call))
-                        texts.append(r.text)
+                for mode, cache, decoder in CALL_MODES:
+                    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                        try:
+                            calls, texts = pool.submit(measure_mode, kind, n_calls, cache, decoder).result()
+                        except Exception as exc:  # a path that fails (or takes its process down) is named, not kept
+                            row[mode] = {"calls": [], "error": f"{type(exc).__name__}: {exc}"}
+                            replies[mode] = []
+                            log(f"{design}, {mode}: failed: {row[mode]['error']}")
+                            continue
                     replies[mode] = texts
-                    row[mode] = {"calls": calls}
-                    del b
-                    gc.collect()
+                    row[mode] = {"calls": calls, "loadavg_after": load()}
                 row["loadavg_after"] = load()
                 recorded = [r["response"]["text"] for r in recs[1:]]
                 row["replies"] = {"n": len(recorded), **{
@@ -323,7 +350,8 @@ def llm_bench(n_calls: int, log=print) -> dict:
     for design in LLM_DESIGNS:
         row = steps[f"llm_call_{design}"]
         for mode, *_ in CALL_MODES:
-            row[mode].update(llm_call_figures(row[mode]["calls"], pp, tg))
+            if row[mode]["calls"]:
+                row[mode].update(llm_call_figures(row[mode]["calls"], pp, tg))
         row["fast"].update(draft_figures(row["fast"]["calls"]))
         f, p_, g, rep = row["fast"], row["prefix"], row["no_prefix"], row["replies"]
         row["summary"] = (
@@ -335,6 +363,8 @@ def llm_bench(n_calls: int, log=print) -> dict:
             f"({p_['ratio_to_bound_evaluated']:.2f}x), without prefix reuse too {g['median_s']:.1f} s; the same reply as "
             f"a token at a time {rep['fast_equals_prefix']}/{rep['n']}; load {row['loadavg_before'][0]:.1f}-"
             f"{row['loadavg_after'][0]:.1f}")
+    steps["llm_decoders"] = decoder_choice(steps, [m for m, *_ in CALL_MODES if m != "no_prefix"], BOUND_GOAL)
+    log(steps["llm_decoders"]["summary"])
     return steps
 
 

@@ -13,9 +13,13 @@ from ..paths import ROOT
 from .base import LLMError, LLMRequest, LLMResponse
 from .tools import assistant_turns, chat_messages, parse_json_call
 import importlib
-from .speculative import LOOKUP_TOKENS
-from .speculative import ReplyDraft, drafting_llama
-from .speculative import start_call
+from .guided import GUIDED, guided_llama, start_guided
+from .speculative import LOOKUP_TOKENS, ReplyDraft, drafting_llama, start_call
+
+# how a reply is decoded (``LocalBackend(decoder=...)``; recorded as the response's ``decoding``): the project's
+# fast path (lib.llm.speculative, the default), llama-cpp-python a token at a time, or one of the maintained
+# variants of lib.llm.guided that ``make bench`` measures beside them
+DECODERS = ("fast", "token") + GUIDED
 
 
 @dataclass(frozen=True)
@@ -163,7 +167,7 @@ class LocalBackend:
 
     def __init__(self, model: str, model_path: Path | None = None, n_threads: int | None = None,
                  n_ctx: int = 2048, n_ctx_by_kind: dict[str, int] | None = None, prefix_cache: bool | None = None,
-                 draft: bool | None = None, lookup: int | None = None):
+                 draft: bool | None = None, lookup: int | None = None, decoder: str | None = None):
         passive_omp_threads()
         try:
             import llama_cpp  # noqa: F401
@@ -180,6 +184,10 @@ class LocalBackend:
                              if prefix_cache is None else bool(prefix_cache))
 
         self.draft = bool(env_setting("LOCAL_LLM_DRAFT", 1)) if draft is None else bool(draft)
+        if decoder is not None and decoder not in DECODERS:
+            raise LLMError(f"decoder {decoder!r} is not one of {', '.join(DECODERS)}")
+        self.decoder = decoder or ("fast" if self.draft else "token")
+        self.draft = self.decoder == "fast"
         self.lookup = (env_setting("LOCAL_LLM_LOOKUP", LOOKUP_TOKENS) if lookup is None else int(lookup)) if self.draft else 0
         self._llms: dict[str, Any] = {}
         self._grammars: dict[str, Any] = {}
@@ -192,9 +200,10 @@ class LocalBackend:
 
 
             n_ctx = self.n_ctx_by_kind.get(kind, self.n_ctx)
-            llm = (drafting_llama(Llama) if self.draft else Llama)(
-                model_path=str(self.model_path), n_ctx=n_ctx, n_threads=self.n_threads,
-                n_threads_batch=self.n_threads, verbose=False, seed=0)
+            settings = dict(model_path=str(self.model_path), n_ctx=n_ctx, n_threads=self.n_threads,
+                            n_threads_batch=self.n_threads, verbose=False, seed=0)
+            llm = (guided_llama(self.decoder, **settings) if self.decoder in GUIDED else
+                   (drafting_llama(Llama) if self.draft else Llama)(**settings))
             if self.draft:
                 llm.draft_model = ReplyDraft(llm, self.lookup)
             self._llms[kind] = llm
@@ -222,6 +231,7 @@ class LocalBackend:
         _perf_reset(llm)
         if self.draft:
             start_call(llm, request.grammar, request.max_tokens)
+        guided = start_guided(llm, request.grammar, kwargs) if self.decoder in GUIDED else None
         start = time.perf_counter()
         try:
             out = llm.create_chat_completion(messages=messages, **kwargs)
@@ -233,12 +243,13 @@ class LocalBackend:
         prompt_tokens = int(usage.get("prompt_tokens", 0))
         self.last_call = {"prompt_tokens": prompt_tokens, "output_tokens": int(usage.get("completion_tokens", 0)),
                           "reused": _reused(before, _evaluated(llm), prompt_tokens), "wall_s": latency,
-                          **_perf(llm), **(_drafted(llm.spec, self.lookup) if self.draft else {})}
+                          **_perf(llm), **(_drafted(llm.spec, self.lookup) if self.draft else {}),
+                          **(guided.stats if guided is not None else {})}
         choice = out["choices"][0]
         text = choice["message"]["content"] or ""
         response = LLMResponse(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
                                tokens_out=int(usage.get("completion_tokens", 0)), latency_s=latency, cost_usd=0.0,
-                               model=self.model, backend=self.name, decoding="fast" if self.draft else "token")
+                               model=self.model, backend=self.name, decoding=self.decoder)
         if request.tools is not None:
             call = parse_json_call(text, f"call_{assistant_turns(request.messages) + 1}")
             response.tool_calls = [call] if call else []

@@ -325,6 +325,59 @@ def llm_call_figures(calls: Sequence[dict], pp_per_s: float, tg_per_s: float) ->
             "median_outside_llama_s": med(outside)}
 
 
+# the decoding paths `make bench` compares (scripts/bench.py CALL_MODES), in the words of docs/speed.md
+DECODER_WORDS = {"fast": "the project's fast path (lib.llm.speculative)",
+                 "prefix": "llama-cpp-python, a token at a time",
+                 "llguidance": "llguidance masks and forced tokens (public API)",
+                 "llguidance_masks": "llguidance masks alone (public API)",
+                 "lookup": "llama-cpp-python's LlamaPromptLookupDecoding (public API)"}
+DECODER_DESIGNS = ("agent", "multiquery", "loop")  # llm_call_<design> steps
+CHOSEN_FOR = ("agent", "loop")  # the calls a path must keep within the goal ratio to be chosen
+
+
+def decoder_choice(steps: dict, modes: Sequence[str], goal: float) -> dict:
+    """The decoding paths side by side (each ``llm_call_<design>`` step's ``<mode>`` figures): per design and
+    path the median seconds per call, its ratio to the llama.cpp bound and the replies equal to the recorded
+    ones; the chosen path is the one with the least median time summed over the agent's and the loop's calls
+    among those within ``goal`` times the bound on both (None when none is)."""
+    table: dict = {}
+    for design in DECODER_DESIGNS:
+        row = steps.get(f"llm_call_{design}")
+        if row is None:
+            continue
+        table[design] = {m: {"median_s": row[m].get("median_s"), "ratio": row[m].get("ratio_to_bound_evaluated"),
+                             "same_as_recorded": row["replies"].get(f"{m}_equals_recorded"), "n": row["replies"]["n"],
+                             "error": row[m].get("error")} for m in modes if m in row}
+    ok = [m for m in modes if all(d in table and m in table[d] and table[d][m]["ratio"] is not None
+                                  and table[d][m]["ratio"] <= goal for d in CHOSEN_FOR)]
+    chosen = min(ok, key=lambda m: sum(table[d][m]["median_s"] for d in CHOSEN_FOR)) if ok else None
+    def ratios(m: str) -> str:
+        return ", ".join(f"{d} {table[d][m]['ratio']:.2f}x" for d in CHOSEN_FOR
+                         if m in table.get(d, {}) and table[d][m]["ratio"] is not None) or "failed"
+    words = "; ".join(f"{m} {ratios(m)}" for m in modes)
+    return {"goal": goal, "modes": list(modes), "table": table, "within_goal": ok, "chosen": chosen,
+            "summary": f"decoding paths against the llama.cpp bound ({words}); chosen: " + (
+                f"{chosen}, the fastest within {goal}x on agent and loop calls" if chosen else f"none within {goal}x")}
+
+
+def decoder_table(choice: dict) -> str:
+    """The side-by-side table of :func:`decoder_choice` in Markdown (docs/speed.md, "Decoding paths")."""
+    designs = list(choice["table"])
+    head = "| path | " + " | ".join(f"{d}: s per call | × bound | same reply" for d in designs) + " |"
+    lines = [head, "|---|" + "---|---|---|" * len(designs)]
+    for m in choice["modes"]:
+        cells = []
+        for d in designs:
+            c = choice["table"][d].get(m)
+            if c is None or c["median_s"] is None:
+                cells += ["failed" if c and c.get("error") else "not run", "", ""]
+            else:
+                cells += [f"{c['median_s']:.2f}", f"{c['ratio']:.2f}", f"{c['same_as_recorded']}/{c['n']}"]
+        name = DECODER_WORDS.get(m, m) + (" **(chosen)**" if m == choice["chosen"] else "")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # ---- re-rendering the report (scripts/bench_render.py, make bench --report)
 GOAL_CPU_S = 120.0  # the re-render's goal: 2 minutes of CPU
 
