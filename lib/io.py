@@ -1,8 +1,10 @@
-"""Files the project writes and reads back: atomic writes, JSON-lines read strictly, appends that
-survive an interruption, and a lock that keeps two writers out of one file."""
+"""Files the project writes and reads back: atomic writes, the one JSON-lines reader (strict), appends
+that survive an interruption, and a lock that keeps two writers out of one file."""
 from __future__ import annotations
 
+import codecs
 import fcntl
+import gzip
 import json
 import os
 from contextlib import contextmanager
@@ -13,6 +15,7 @@ from .errors import DataError
 import hashlib
 import socket
 import sys
+import zlib
 from datetime import datetime, timezone
 
 
@@ -106,33 +109,68 @@ def write_jsonl(path: Path, objs: Iterable[Any]) -> Path:
     return write_text(path, "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs))
 
 
-def read_jsonl(path: Path, parse: Callable[[dict], Any] = lambda o: o, *, torn_tail_ok: bool = False) -> list:
-    """Every line of a JSON-lines file, parsed; never writes.
+def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, missing_ok: bool = False,
+               objects: bool = True) -> Iterator[tuple[int, Any]]:
+    """The project's one JSON-lines reader: ``(line number, value)`` for every non-blank line of a
+    file, numbered from 1, streamed (a name ending in ``.gz`` is read through gzip); never writes.
 
-    A line that is not valid JSON (or that ``parse`` rejects) is a :class:`DataError` naming the
-    file and line, except an unterminated *last* line when ``torn_tail_ok`` (an interrupted
-    append, which the resuming writer repairs): it is left out.
+    Lines are split on ``\\n`` only (a JSON string may hold U+2028 raw); a ``\\r`` before it and a
+    UTF-8 byte-order mark at the start are allowed. A bad line is a :class:`DataError` naming the file,
+    the line and the problem: bytes that are not UTF-8, text that is not JSON, or (``objects``) a value
+    that is not a JSON object. An unterminated last line is read like any other, unless
+    ``torn_tail_ok``: then it is an append cut off by an interruption (which the resuming writer
+    repairs, :func:`repair_torn_tail`) and is left out. A missing file is a DataError, or holds no
+    lines with ``missing_ok``.
     """
     path = Path(path)
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when the file ends with a newline
-    out = []
-    for no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        out.append(_parse_line(path, no, line, parse))
-    if tail.strip():
-        if not torn_tail_ok:
-            raise DataError(f"{path}: line {len(lines) + 1}: unterminated last line (an interrupted write?)")
-    return out
-
-
-def _parse_line(path: Path, no: int, line: bytes, parse: Callable[[dict], Any]) -> Any:
+    if not path.is_file():
+        if missing_ok and not path.exists():
+            return
+        raise DataError(f"{path}: no such file")
+    gz = path.name.endswith(".gz")
+    no = 0
     try:
-        return parse(json.loads(line))
+        with (gzip.open if gz else open)(path, "rb") as fh:
+            for no, raw in enumerate(fh, start=1):
+                if torn_tail_ok and not raw.endswith(b"\n"):
+                    break  # only the last line can lack its newline
+                if no == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                if raw.strip():
+                    yield no, _json_line(path, no, raw, objects)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        if not gz:
+            raise
+        raise DataError(f"{path}: line {no + 1}: the gzip stream is damaged ({exc})") from None
+
+
+def _json_line(path: Path, no: int, raw: bytes, objects: bool) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: line {no}: byte {raw[exc.start]:#04x} is not UTF-8 ({exc.reason}); save the file "
+                        "as UTF-8") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: line {no}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if objects and not isinstance(value, dict):
+        raise DataError(f"{path}: line {no}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_jsonl(path: Path, parse: Callable[[Any], Any] = lambda o: o, *, torn_tail_ok: bool = False,
+               objects: bool = False) -> list:
+    """Every line of a JSON-lines file (:func:`iter_jsonl`; a missing file holds none), each passed
+    through ``parse``; a value ``parse`` rejects is a :class:`DataError` naming the file and line.
+    ``objects`` is off by default: the reranker's score cache holds ``[id, score]`` pairs."""
+    return [_parsed(path, no, value, parse)
+            for no, value in iter_jsonl(path, torn_tail_ok=torn_tail_ok, missing_ok=True, objects=objects)]
+
+
+def _parsed(path: Path, no: int, value: Any, parse: Callable[[Any], Any]) -> Any:
+    try:
+        return parse(value)
     except (ValueError, TypeError, KeyError) as exc:
         raise DataError(f"{path}: line {no}: not a valid record ({type(exc).__name__}: {exc})") from exc
 

@@ -51,9 +51,10 @@ def inputs_key(design: str, run: int, question: Question, provenance: dict) -> s
 
 
 def read_results(path: Path) -> list[Result]:
-    """The results saved in one run file; never writes. A bad line is an error naming the file and
-    line; an unterminated last line (an interrupted append) is left out."""
-    return read_jsonl(path, Result.from_json, torn_tail_ok=True)
+    """The results saved in one run file; never writes. A bad line (not JSON, not an object, not a
+    result) is an error naming the file and line; an unterminated last line (an interrupted append)
+    is left out."""
+    return read_jsonl(path, Result.from_json, torn_tail_ok=True, objects=True)
 
 
 # the type each field of a saved record must have before it is counted (bool is no number here)

@@ -24,15 +24,15 @@ def test_bad_rows_name_file_row_and_field(tmp_path):
     with gzip.open(path, "wt") as fh:
         fh.write(json.dumps(good) + "\n")
         fh.write(json.dumps({**good, "id": "2607.00002", "categories": "cs.CL"}) + "\n")
-    with pytest.raises(DataError, match=r"papers.jsonl.gz: row 2: field 'categories'"):
+    with pytest.raises(DataError, match=r"papers.jsonl.gz: line 2: field 'categories'"):
         read_papers(path)
     path2 = tmp_path / "p.jsonl"
     path2.write_text(json.dumps(good) + "\n" + "{not json\n")
-    with pytest.raises(DataError, match="row 2: not valid JSON"):
+    with pytest.raises(DataError, match="line 2: not valid JSON"):
         read_papers(path2)
     path3 = tmp_path / "p3.jsonl"
     path3.write_text(json.dumps({k: v for k, v in good.items() if k != "abstract"}) + "\n")
-    with pytest.raises(DataError, match="row 1: missing field 'abstract'"):
+    with pytest.raises(DataError, match="line 1: missing field 'abstract'"):
         read_papers(path3)
 
 

@@ -210,19 +210,29 @@ def test_every_lib_module_is_on_a_floor():
         floor_of(name)
 
 
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    """A package ``lib`` under ``root`` holding ``files`` (path inside it -> source, dedented), each
+    folder with an empty ``__init__.py``; returns the package's folder."""
+    pkg = root / "lib"
+    for name, source in {"__init__.py": "", **files}.items():
+        path = pkg / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent != pkg and not (path.parent / "__init__.py").exists():
+            (path.parent / "__init__.py").write_text("")
+        path.write_text(textwrap.dedent(source))
+    return pkg
+
+
 def test_the_graph_sees_relative_function_level_and_absolute_imports(tmp_path):
-    pkg = tmp_path / "lib"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from .sub import b\n")
-    (pkg / "sub" / "b.py").write_text(textwrap.dedent("""
-        def f():
-            from ..c import thing
-            return thing
-    """))
-    (pkg / "c.py").write_text("import lib.a\n")
-    (pkg / "d.py").write_text("from . import c\nfrom .sub.b import f\n")
+    pkg = write_package(tmp_path, {
+        "a.py": "from .sub import b\n",
+        "sub/b.py": """
+            def f():
+                from ..c import thing
+                return thing
+        """,
+        "c.py": "import lib.a\n",
+        "d.py": "from . import c\nfrom .sub.b import f\n"})
     graph = import_graph(pkg)
     assert graph["lib.a"] == {"lib.sub.b"}
     assert graph["lib.sub.b"] == {"lib.c"}
@@ -236,19 +246,16 @@ def test_the_graph_sees_relative_function_level_and_absolute_imports(tmp_path):
 
 
 def test_an_arrow_up_and_an_unexplained_function_import_are_named_with_their_line(tmp_path):
-    pkg = tmp_path / "lib"
-    (pkg / "data").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "data" / "__init__.py").write_text("")
-    (pkg / "config.py").write_text("import json\n\nfrom .data import papers\n")
-    (pkg / "data" / "papers.py").write_text(textwrap.dedent("""
-        from ..config import x
+    pkg = write_package(tmp_path, {
+        "config.py": "import json\n\nfrom .data import papers\n",
+        "data/papers.py": """
+            from ..config import x
 
-        def f():
-            import torch
-            import faiss  # faiss is optional
-            from .. import config
-    """))
+            def f():
+                import torch
+                import faiss  # faiss is optional
+                from .. import config
+        """})
     assert upward_arrows(pkg) == ["lib/config.py:3: lib.config (config) imports lib.data.papers (data), a floor above it"]
     assert function_imports(pkg) == [
         "lib/data/papers.py:5: import torch  (inside f(): say on the line why it is imported here)",

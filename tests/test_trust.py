@@ -33,7 +33,7 @@ def test_a_bad_middle_line_is_an_error_and_reading_never_writes(tmp_path):
     lines[2] = '{"qid": "q003", "design"\n'
     path.write_text("".join(lines))
     before = path.read_bytes()
-    with pytest.raises(DataError, match=r"run1.jsonl: line 3: not a valid record"):
+    with pytest.raises(DataError, match=r"run1.jsonl: line 3: not valid JSON"):
         read_results(path)
     with pytest.raises(DataError, match="line 3"):
         load_runs(tmp_path, ["dense"])  # the scorer's reader

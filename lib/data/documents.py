@@ -29,7 +29,6 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-import json
 import math
 import sys
 import unicodedata
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import DataError
-from ..io import read_utf8
+from ..io import iter_jsonl, read_utf8
 
 FORMATS = ("jsonl", "csv", "parquet", "beir")
 SUFFIXES = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -103,18 +102,8 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _read_jsonl(path: Path) -> _Table:
-    records = []
-    for n, line in _lines(read_text(path)):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: line {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise DataError(f"{path}: line {n}: expected a JSON object, got {type(obj).__name__}")
-        records.append((n, obj))
-    return _Table(path, "line", None, records)
+    """A JSON-lines file, every non-blank line an object (:func:`lib.io.iter_jsonl`)."""
+    return _Table(path, "line", None, list(iter_jsonl(path)))
 
 
 @contextmanager

@@ -2,13 +2,12 @@
 paper files (the snapshot, a collection)."""
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import DataError
+from ..io import iter_jsonl
 
 REQUIRED_FIELDS = {"id": str, "title": str, "abstract": str, "categories": list, "first_seen": str}
 ROLES = ("source", "lookalike", "filler", "document")  # document: a study of your own documents
@@ -37,63 +36,47 @@ def paper_text(paper: "Paper | Mapping[str, Any]") -> str:
     return f"{title}. {text}" if title else text  # a document without a title (your own data): its text alone
 
 
-def _open(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
-
-
-def parse_paper(obj: Any, source: str, row: int) -> Paper:
-    """Validate one JSON record; raise DataError naming file, row and field."""
+def parse_paper(obj: Any, source: str, line: int) -> Paper:
+    """Validate one JSON record; raise DataError naming file, line and field."""
     if not isinstance(obj, dict):
-        raise DataError(f"{source}: row {row}: expected a JSON object, got {type(obj).__name__}")
+        raise DataError(f"{source}: line {line}: expected a JSON object, got {type(obj).__name__}")
     for name, kind in REQUIRED_FIELDS.items():
         if name not in obj:
-            raise DataError(f"{source}: row {row}: missing field {name!r}")
+            raise DataError(f"{source}: line {line}: missing field {name!r}")
         if not isinstance(obj[name], kind):
-            raise DataError(f"{source}: row {row}: field {name!r} should be {kind.__name__}, "
+            raise DataError(f"{source}: line {line}: field {name!r} should be {kind.__name__}, "
                             f"got {type(obj[name]).__name__}")
     # your own documents (role document, or drawn from them as a source: they carry their metadata): no title
     # or date needed
     document = obj.get("role") == "document" or "metadata" in obj
     for name in ("id", "abstract") if document else ("id", "title", "abstract"):
         if not obj[name].strip():
-            raise DataError(f"{source}: row {row}: field {name!r} is empty")
+            raise DataError(f"{source}: line {line}: field {name!r} is empty")
     fs = obj["first_seen"]
     if (fs or not document) and (len(fs) != 10 or fs[4] != "-" or fs[7] != "-"):
-        raise DataError(f"{source}: row {row}: field 'first_seen' should be YYYY-MM-DD, got {fs!r}")
+        raise DataError(f"{source}: line {line}: field 'first_seen' should be YYYY-MM-DD, got {fs!r}")
     return Paper(obj["id"], obj["title"].strip(), obj["abstract"].strip(), tuple(obj["categories"]), fs)
 
 
 def read_papers(path: Path) -> list[Paper]:
-    """Read a JSON-lines file of papers (optionally gzipped), checking every row."""
+    """Read a JSON-lines file of papers (optionally gzipped, :func:`lib.io.iter_jsonl`), checking every line."""
     papers = []
     seen: set[str] = set()
-    with _open(path) as fh:
-        for row, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: row {row}: not valid JSON ({exc.msg})") from exc
-            paper = parse_paper(obj, str(path), row)
-            if paper.id in seen:
-                raise DataError(f"{path}: row {row}: field 'id': duplicate id {paper.id!r}")
-            seen.add(paper.id)
-            papers.append(paper)
+    for line, obj in iter_jsonl(path):
+        paper = parse_paper(obj, str(path), line)
+        if paper.id in seen:
+            raise DataError(f"{path}: line {line}: field 'id': duplicate id {paper.id!r}")
+        seen.add(paper.id)
+        papers.append(paper)
     return papers
 
 
 def read_collection(path: Path) -> list[dict]:
-    """Read ``collection.jsonl``, checking fields and roles."""
+    """Read ``collection.jsonl`` (:func:`lib.io.iter_jsonl`), checking fields and roles."""
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for row, line in enumerate(fh, start=1):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: row {row}: not valid JSON ({exc.msg})") from exc
-            parse_paper(obj, str(path), row)
-            if obj.get("role") not in ROLES:
-                raise DataError(f"{path}: row {row}: field 'role' should be one of {ROLES}, got {obj.get('role')!r}")
-            rows.append(obj)
+    for line, obj in iter_jsonl(path):
+        parse_paper(obj, str(path), line)
+        if obj.get("role") not in ROLES:
+            raise DataError(f"{path}: line {line}: field 'role' should be one of {ROLES}, got {obj.get('role')!r}")
+        rows.append(obj)
     return rows
