@@ -17,7 +17,8 @@
 # # 1. The collection
 #
 # *What does every design search over?*
-#
+
+# %% [markdown] tags=["arxiv-only"]
 # Every design searches the same collection of recent arXiv papers, each represented by its title
 # and abstract only. It is built in three steps:
 #
@@ -34,6 +35,12 @@
 #
 # **A study of your own data** (`make study`, `docs/your-data.md`) draws nothing: its documents are
 # read from your file as they are, and this page counts them instead.
+
+# %% [markdown] tags=["study-only"]
+# Every design searches the same collection: this study's documents, read from its file as they are
+# (`make study`, `docs/your-data.md`), each represented by its title and text. Nothing is drawn: this
+# page counts the documents, the questions and their judgements. With `chunk_documents` on, a long
+# document is searched as overlapping chunks, and a design's ranked list still names whole documents.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -61,7 +68,7 @@ if drawn:
 else:
     show(documents_table(manifest, rows, cfg))
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## What was drawn
 # (for an arXiv draw: the pool, the roles, and a source beside its closest lookalike, the first
 # source of the draw: a fixed rule, not a pick)

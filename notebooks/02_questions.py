@@ -17,7 +17,8 @@
 # # 2. The questions
 #
 # *What is each design asked to find, and can every question be answered by its source alone?*
-#
+
+# %% [markdown] tags=["arxiv-only"]
 # One question per source paper, written from its title and abstract only, in three styles that
 # rotate in draw order: **specific** (names the method or setting in its own words), **problem**
 # (describes the problem without naming the method) and **vague** (short, imprecise, half
@@ -39,6 +40,18 @@
 # questions against your judgements (one or more relevant documents each, graded allowed): its
 # questions were not written under these rules, and the checks below only describe them.
 
+# %% [markdown] tags=["study-only"]
+# The study's own questions (`make study`, `docs/your-data.md`), each scored against the study's own
+# judgements: one or more relevant documents per question, graded allowed. Questions given in a file
+# were not written under the rules of this project's question writer, and the checks below only
+# describe them. A study given no questions has them written by the question writer under those rules:
+# one question per source document, from its title and text only, in three styles that rotate in draw
+# order (**specific**, **problem**, **vague**), none copying the title or any run of 4+ consecutive
+# title words (a mechanical check: lowercase, strip punctuation, word 4-grams), each then **reviewed**
+# against its source and the 3 nearest other documents of the collection: it passes if the source
+# answers it and no other document answers it as well. Only passing questions (ok = 1) are scored, and
+# no question is changed or removed after any search result is seen.
+
 # %% tags=["parameters"]
 profile = "offline"
 questions_source = None      # None: the profile's (bundled | generate | user)
@@ -56,7 +69,7 @@ from lib.data.relevance import relevant_ids
 from lib.report import plots
 from lib.report.collection import length_words, questions_reading
 from lib.report.display import safe_table
-from lib.report.pages import open_page, reading, show, whole_table
+from lib.report.pages import lacking, open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
 open_page(cfg, "questions_source", "questions_path")
@@ -115,13 +128,18 @@ copies = [(r.qid, f, g) for r in qs.itertuples() for f in ("question", "short")
 display(Markdown(f"**{len(copies)}** copied 4-grams in {len(qs)} questions and their short forms."))
 show(pd.DataFrame(copies, columns=["qid", "field", "copied words"]))
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only", "needs-twopart"]
 # ## Two-part questions
 # A second set, where one search is not supposed to be enough: each question is answered only by
 # **two** papers of the collection together. The pairs come from a fixed rule that never looks at
 # a retriever (each source, in draw order, with its most similar TF-IDF lookalike not yet used);
 # the review passed a question only if the two abstracts together answer it, neither alone does,
 # and none of either paper's 3 nearest other papers replaces it.
+
+# %% [markdown] tags=["study-only", "needs-twopart"]
+# ## Two-part questions
+# A second set (`twopart_questions_path`), where one search is not supposed to be enough: each question
+# is answered only by **two** documents of the collection together.
 
 # %%
 tp = None
@@ -138,7 +156,7 @@ if cfg.twopart_questions_path:
     whole_table(tp.assign(source_ids=tp.source_ids.str.join(";"))[["qid", "source_ids", "question", "short", "ok",
                                                                    "review_note"]], cfg, "questions_twopart")
 else:
-    display(Markdown("This profile has no two-part question set (`twopart_questions_path`)."))
+    lacking("twopart", "This profile has no two-part question set (`twopart_questions_path`).")
 
 # %% tags=["finding"]
 reading(questions_reading(qs, len(copies), tp))

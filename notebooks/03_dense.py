@@ -13,7 +13,7 @@
 #     name: agentic-rag-evidence
 # ---
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # # 3. Dense search (the baseline)
 #
 # *How often does one search with the question as written find the source paper?*
@@ -22,6 +22,16 @@
 # BAAI/bge-small-en-v1.5) and return the nearest abstracts by exact cosine similarity, ties broken
 # by paper id. The collection is embedded once and cached on disk keyed by model and text.
 # Deterministic, so one run.
+
+# %% [markdown] tags=["study-only"]
+# # 3. Dense search (the baseline)
+#
+# *How often does one search with the question as written find a relevant document?*
+#
+# Embed the question with the profile's embedder and return the nearest documents by exact cosine
+# similarity (with `chunk_documents` on, the nearest chunks, each document at its best chunk's place),
+# ties broken by document id. The collection is embedded once and cached on disk keyed by model and
+# text. Deterministic, so one run.
 
 # %% tags=["parameters"]
 profile = "offline"

@@ -45,12 +45,18 @@ from lib.report.pages import design_page, finding
 cfg = notebook_profile(globals())
 page = design_page(cfg, "agent", runs=runs)
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## How it searched, and what it found and lost, beside the article's agent
 # The article reports how often its agent stopped after one search and used all three, and, at
 # recall@5 against dense, how many of dense's 13 misses it found and how many papers dense had found
 # it lost, per run (`data/article_figures.json`). The same counts from the saved, complete runs here
 # (a run stopped part-way is named, not counted):
+
+# %% [markdown] tags=["study-only"]
+# ## How it searched, and what it found and lost
+# How often the agent stopped after one search and used all three, and, at recall@5 against dense, how
+# many of dense's misses it found and how many of dense's finds it lost, per run, from the saved,
+# complete runs (a run stopped part-way is named, not counted):
 
 # %%
 shares = agent_section(cfg)
@@ -64,7 +70,7 @@ shares = agent_section(cfg)
 # %%
 page_reranked = design_page(cfg, "agent_rerank", runs=runs)
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## Other merges of the same lists, beside RRF
 # The article's pilot first merged the agent's lists by the best raw score, then changed to RRF. Here
 # the same saved queries (no model call) are searched again with each condition's dense search and
@@ -74,6 +80,16 @@ page_reranked = design_page(cfg, "agent_rerank", runs=runs)
 # `results/dev/merge_selection.json`); here every rule is shown in every condition, each against dense
 # on the same questions (the runs' mean per question; paired bootstrap range and the randomization
 # test's p-value, uncorrected), from `results/merges.csv` (`python scripts/select_merge.py --conditions`).
+
+# %% [markdown] tags=["study-only"]
+# ## Other merges of the same lists, beside RRF
+# The same saved queries (no model call) searched again with each condition's dense search and merged by
+# other rules (docs/merge.md): each document's best similarity over the lists, the question's list first
+# with the new finds below, and RRF with the question's list weighted 2, 4 or 8. One rule was chosen on
+# the arXiv study's dev questions (`results/dev/merge_selection.json`), not on this study's; where this
+# study's merge table is saved (`merges.csv` in its results folder: `python scripts/select_merge.py
+# --conditions --profile <study>`), every rule is shown in every condition, each against dense on the same questions (the
+# runs' mean per question; paired bootstrap range and the randomization test's p-value, uncorrected).
 
 # %%
 from lib.report.merges import merges_section  # noqa: E402

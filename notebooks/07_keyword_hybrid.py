@@ -17,8 +17,15 @@
 # # 7. Keyword and hybrid search
 #
 # *What do the first stages of the pipeline practitioners run by default find, without any LLM?*
-#
+
+# %% [markdown] tags=["arxiv-only"]
 # Beyond the article: **bm25** is keyword search over title + abstract (bm25s; Lucene's BM25,
+# k1 = 1.5, b = 0.75, English stop words, Snowball stemming). **hybrid** fuses the BM25 and dense
+# lists (each to the profile's `hybrid_depth`) by reciprocal rank fusion, k = `rrf_k`. **hybrid_rerank**
+# reorders the hybrid list's top `rerank_k` by the same rerank step as notebook 4.
+
+# %% [markdown] tags=["study-only"]
+# Beyond the article: **bm25** is keyword search over title + text (bm25s; Lucene's BM25,
 # k1 = 1.5, b = 0.75, English stop words, Snowball stemming). **hybrid** fuses the BM25 and dense
 # lists (each to the profile's `hybrid_depth`) by reciprocal rank fusion, k = `rrf_k`. **hybrid_rerank**
 # reorders the hybrid list's top `rerank_k` by the same rerank step as notebook 4.

@@ -18,13 +18,27 @@
 #
 # *Is an agent worth adding after hybrid search and reranking, if it is called only when the first
 # pass looks weak?*
-#
+
+# %% [markdown] tags=["arxiv-only"]
 # Beyond the article, the production pattern: **escalate** answers every question with
 # `hybrid_rerank` (notebook 7). A confidence signal read off that answer (no model call) decides
 # whether the article's agent steps in: the margin between the first two papers' rerank scores, the
 # top paper's rerank score, or its dense cosine. The signal and its threshold were chosen on the dev
 # questions by a rule written before any dev score was seen (`docs/escalation.md`), never on the
 # bundled questions. An escalated question gets the agent under hard bounds, each a profile setting:
+# at most `escalate_max_queries` new queries, `escalate_max_llm_calls` calls, `escalate_max_tokens`
+# tokens and `escalate_max_cost_usd` per question; the code stops before a call that could break
+# one, and the record names which bound ended it. Every query the agent asks for is itself a hybrid
+# search with the rerank step; the first pass and the new lists are fused by RRF (k = `rrf_k`).
+# Each escalation carries a request id and the keys of its recorded LLM calls, so it replays.
+
+# %% [markdown] tags=["study-only"]
+# Beyond the article, the production pattern: **escalate** answers every question with
+# `hybrid_rerank` (notebook 7). A confidence signal read off that answer (no model call) decides
+# whether the article's agent steps in: the margin between the first two documents' rerank scores, the
+# top document's rerank score, or its dense cosine. The signal and its threshold were chosen on the arXiv
+# study's dev questions by a rule written before any dev score was seen (`docs/escalation.md`), never on
+# this study's questions. An escalated question gets the agent under hard bounds, each a profile setting:
 # at most `escalate_max_queries` new queries, `escalate_max_llm_calls` calls, `escalate_max_tokens`
 # tokens and `escalate_max_cost_usd` per question; the code stops before a call that could break
 # one, and the record names which bound ended it. Every query the agent asks for is itself a hybrid

@@ -13,7 +13,7 @@
 #     name: agentic-rag-evidence
 # ---
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # # 10. Scores
 #
 # *Does any design find the source paper more often, or higher, than plain dense search?*
@@ -21,6 +21,25 @@
 # Per question: **recall@5** (the source paper is in the top 5) and **MRR@10** (1 / its rank if
 # within 10, else 0). Per design: the mean over questions; for the LLM designs, the mean over runs
 # with the lowest and highest run. Each design is compared with dense **on the same questions**: a
+# paired bootstrap of design minus dense (the profile's number of resamples of the questions, 95%
+# percentile range, fixed seed; for LLM designs the per-question value is the mean over runs).
+# **[95% range]** is the range that holds the middle 95% of those resampled differences: when it
+# excludes 0, the difference is larger than the question sample alone would produce. Beside each
+# range, the paired randomization test's two-sided **p-value** (10,000 seeded sign flips of the
+# per-question differences; Smucker et al. 2007) and **Holm's correction** over the family of
+# comparisons the index makes (every design minus dense, on both measures, in every condition):
+# a difference is *measurable* when its Holm-adjusted p-value is below 0.05. Only questions
+# that passed review, and that every complete run of every design answered, are scored.
+
+# %% [markdown] tags=["study-only"]
+# # 10. Scores
+#
+# *Does any design find a relevant document more often, or higher, than plain dense search?*
+#
+# Per question: **recall@5** (the share of its relevant documents in the top 5) and **MRR@10** (1 / the
+# rank of the first relevant document if within 10, else 0; with graded judgements, also **nDCG@10**).
+# Per design: the mean over questions; for the LLM designs, the mean over runs with the lowest and
+# highest run. Each design is compared with dense **on the same questions**: a
 # paired bootstrap of design minus dense (the profile's number of resamples of the questions, 95%
 # percentile range, fixed seed; for LLM designs the per-question value is the mean over runs).
 # **[95% range]** is the range that holds the middle 95% of those resampled differences: when it
@@ -48,7 +67,7 @@ from lib.report import loop as loop_report
 from lib.report import plots, statistics_doc
 from lib.report.display import design_namer, fixed, headroom_words, source_words
 from lib.report.index_page import conditions_from, headline_table
-from lib.report.pages import open_page, reading, show, whole_table
+from lib.report.pages import lacking, open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
 open_page(cfg, "bootstrap_resamples", "bootstrap_seed")
@@ -63,10 +82,14 @@ display(Markdown(f"**{len(qs)}** reviewed questions; **{len(common)}** answered 
                  f"{', '.join(f'{names(d)} run {r}' for d, r in partial) or 'none'}."))
 show(runs_saved, profile=cfg)
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## Per design: scores, beside the article's
 # The article's column: its reported value (its difference from dense and range in brackets;
 # `data/article_figures.json` says where each comes from). Its parts differ from the offline ones.
+
+# %% [markdown] tags=["study-only"]
+# ## Per design: scores
+# Each design's scores on the scored questions, and its difference from dense with its range.
 
 # %%
 summary = scores.design_summary(pq)
@@ -75,15 +98,20 @@ head = scores.headroom(pq)
 score_table = headline_table(rdir, conditions_from(summary.to_dict(orient="records"), deltas, head), cfg)
 show(score_table.drop(columns=["searches / q", "cost / q (USD)", "latency median (s)"], errors="ignore"))
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## nDCG@10, where judgements are graded
 # A study of your own data with graded judgements (`make study`, docs/your-data.md) is also scored by
 # nDCG@10, each design beside dense with its paired 95% range; the arXiv study has one source per
 # question and no grades.
 
+# %% [markdown] tags=["study-only", "needs-graded"]
+# ## nDCG@10, where judgements are graded
+# With graded judgements (docs/your-data.md), every design is also scored by nDCG@10, each beside
+# dense with its paired 95% range.
+
 # %%
 graded = scores.graded_table(pq, cfg.bootstrap_resamples, cfg.bootstrap_seed)
-show(graded, profile=cfg) if not graded.empty else display(Markdown("No graded judgements in this study."))
+show(graded, profile=cfg) if not graded.empty else lacking("graded", "No graded judgements in this study.")
 
 # %% [markdown]
 # ## Per design: effort and cost
@@ -96,12 +124,20 @@ effort = summary[["design", "searches", "searches_1", "searches_2", "searches_3"
                   "llm_calls", "tokens_in", "tokens_out", "cost_usd_per_q"]]
 show(effort, profile=cfg, decimals_for={"tokens_in": 0, "tokens_out": 0, "cost_usd_per_q": 5})
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## The tool-calling loops' own measures
 # Over the same scored questions (notebook 9 shows the loops step by step), for each loop design with
 # a scored run (the model-first and the question-first loop) and the prompt it ran with: the share of
 # questions whose citations include the source (the citation hit rate, also in the index's scores
 # table), citations, papers read, searches and model turns per question, tokens, and how loops
+# ended, with the caps the loops ran under.
+
+# %% [markdown] tags=["study-only"]
+# ## The tool-calling loops' own measures
+# Over the same scored questions (notebook 9 shows the loops step by step), for each loop design with
+# a scored run (the model-first and the question-first loop) and the prompt it ran with: the share of
+# a question's relevant documents among its citations (the citation hit rate, also in the index's
+# scores table), citations, documents read, searches and model turns per question, tokens, and how loops
 # ended, with the caps the loops ran under.
 
 # %%
@@ -147,13 +183,19 @@ plots.scores_chart(rs, cfg.figures_dir / f"{cfg.name}_scores.png", names=names)
 # %%
 plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png", names=names)
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only"]
 # ## Every condition
 # The same designs under harder conditions, each against dense in that condition: the questions'
 # 2-5 keyword short forms, questions answered only by two papers together (recall@5 there is the
 # share of the two papers in the top 5; MRR@10 is 1/rank of the second-found paper), and both question
 # forms searched over the whole snapshot instead of the drawn collection. A run stopped part-way is
 # saved and named, not scored.
+
+# %% [markdown] tags=["study-only"]
+# ## Every condition
+# The same designs in every condition this study has (the questions as written, and their short forms
+# where its questions have them), each against dense in that condition. A run stopped part-way is saved
+# and named, not scored.
 
 # %%
 conditions = queries.condition_table(cfg)

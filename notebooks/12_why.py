@@ -54,7 +54,7 @@ from lib.io import write_text
 from lib.report import why, why_plots, why_tables
 from lib.report.display import fixed, safe_table
 from lib.report.model_size import model_label
-from lib.report.pages import open_page, reading
+from lib.report.pages import lacking, open_page, reading
 from lib.report.queries import conditions_records
 
 cfg = notebook_profile(globals())
@@ -84,12 +84,15 @@ def ranged(df, pairs):
 
 
 # %% tags=["finding"]
-if conditions:
-    say("**Finding.** " + why.finding(tables.paths, tables.judges, conditions[0], names=None))
+found = why.finding(tables.paths, tables.judges, conditions[0], names=None) if conditions else ""
+if found:
+    say("**Finding.** " + found)
+elif conditions:
+    reading(f"No complete run of the agent or multi-query in {conditions[0]}: no decision of theirs to take apart there.")
 else:
     reading("No complete run of the agent or multi-query in any condition: no decision to take apart.")
 
-# %% [markdown]
+# %% [markdown] tags=["needs-trees"]
 # ## 1. Judges over the model's own decision trees
 # Per condition and model with a tree: the agent minus dense (MRR@10) for a simulated judge, against its stop
 # accuracy, one line per search accuracy. The judge's expected score is exact over each question's real
@@ -102,11 +105,11 @@ if not tables.judges.empty:
                                    label=model_label))
     for c, m in dict.fromkeys(zip(tables.judges.condition, tables.judges.model)):
         say(f"**{c}, {model_label(m)}.** " + why.judges_sentence(tables.judges, c, m))
-else:
-    say("No decision tree saved in any condition: run one with `python scripts/run_designs.py <profile> agent_tree 1` "
-        "(with `LLM_BACKEND=local`, or a backend of your own).")
+else:  # the sections over the trees (tagged needs-trees) are left out of the page
+    lacking("trees", "No decision tree saved in any condition: run one with "
+            "`python scripts/run_designs.py <profile> agent_tree 1` (with `LLM_BACKEND=local`, or a backend of your own).")
 
-# %% [markdown]
+# %% [markdown] tags=["needs-trees"]
 # **Place your own model on this chart** (a sample of N questions, its accuracies, the predicted difference
 # from dense with its range; README, "Place your own model"):
 #
@@ -125,7 +128,7 @@ if not tables.judges.empty:
         columns={"p_stop": "stop accuracy", "p_search": "search accuracy"})
     display(safe_table(shown_j).format({"stop accuracy": why.percent, "search accuracy": why.percent}).hide(axis="index"))
 
-# %% [markdown]
+# %% [markdown] tags=["needs-paths"]
 # ## 2. Where each difference comes from, decision by decision
 # Each path: its results (question-runs), the questions they cover, and its points (the sum over its results
 # of design minus dense, over results per question times questions): a design's paths add up to its
@@ -133,7 +136,7 @@ if not tables.judges.empty:
 
 # %%
 if tables.paths.empty:
-    say("No complete run of the agent or multi-query in any condition.")
+    lacking("paths", "No complete run of the agent or multi-query in any condition.")
 else:
     p = tables.paths.assign(model=tables.paths.model.map(model_label))
     for c in conditions:
@@ -149,7 +152,7 @@ else:
             .format({"MRR@10 points": why.points, "recall@5 points": why.points})
             .hide(axis="index"))
 
-# %% [markdown]
+# %% [markdown] tags=["needs-trees"]
 # ## 3. The model's queries, from the trees only
 # Every query in the trees against the list the decision was made on (the fused list of the searches before
 # it): strictly better, the same (a tie is no gain), worse, or the source lost from the top 50; split by
@@ -157,7 +160,7 @@ else:
 
 # %%
 if tables.quality.empty:
-    say("No decision tree saved in any condition.")
+    lacking("trees")  # said once, in section 1's place
 else:
     for c, m in dict.fromkeys(zip(tables.quality.condition, tables.quality.model)):
         say(f"**{c}.** " + why.quality_sentence(tables.quality, c, m))
@@ -182,19 +185,26 @@ if not status.empty:
     display(safe_table(status).hide(axis="index"))
 if not trees.empty:
     display(safe_table(trees).hide(axis="index"))
-decoding = why_tables.decoding_table()
+decoding = why_tables.decoding_table(why_tables.records_root(cfg))  # a study's own model records
 if not decoding.empty:
     display(safe_table(decoding.assign(model=decoding.model.map(model_label))).hide(axis="index"))
 unread = [f"{c}: {rec}" for c, rec in records.items() if isinstance(rec, str)]
 if unread:
     say("Not read: " + "; ".join(unread) + ".")
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only", "needs-twopart"]
 # ## 5. The two-part loop: where the second paper was lost
 # For each two-part question (both papers needed), how far each paper got in the question-first loop:
 # cited; read but not cited; shown by one of its searches but not read; in its searches' lists (depth 50)
 # but never among the titles shown; or in none of them. *failed*: the step at which the paper that got
 # less far was lost.
+
+# %% [markdown] tags=["study-only", "needs-twopart"]
+# ## 5. The two-part loop: where the second document was lost
+# For each two-part question (both documents needed), how far each document got in the question-first
+# loop: cited; read but not cited; shown by one of its searches but not read; in its searches' lists
+# (depth 50) but never among the titles shown; or in none of them. *failed*: the step at which the
+# document that got less far was lost.
 
 # %%
 tp = next((rec for c, rec in records.items() if not isinstance(rec, str) and rec.profile.question_set == "twopart"), None)
@@ -206,11 +216,11 @@ if tp_res:
     say(why.two_part_reading(tp_counts))
     display(safe_table(tp_table))
 elif tp is None:
-    say("This study has no two-part questions: nothing to show here.")
+    lacking("twopart", "This study has no two-part questions: nothing to show here.")
 else:
-    say("No complete run of the question-first loop on the two-part questions.")
+    lacking("twopart", "No complete run of the question-first loop on the two-part questions.")
 
-# %% [markdown]
+# %% [markdown] tags=["arxiv-only", "needs-sizes"]
 # ## 6. Model size
 # The same agent, multi-query and loop with each local model: Qwen2.5-Coder-0.5B-Instruct and the
 # profile's Qwen2.5-Coder-1.5B-Instruct (both run by llama.cpp on the CPU, recorded and replayed), each
@@ -218,6 +228,11 @@ else:
 # conditions; beside them, in the first, the article's published differences with Claude Haiku 5.5
 # (its own questions and set-up, so a marker of scale, not a paired comparison). A design not run with
 # a model says so in its place.
+
+# %% [markdown] tags=["study-only", "needs-sizes"]
+# ## 6. Model size
+# The same agent, multi-query and loop with each model this study ran, each design minus dense (MRR@10,
+# the 95% paired range) per condition. A design not run with a model says so in its place.
 
 # %%
 from lib.report import model_size
@@ -231,22 +246,23 @@ several = not scored_sizes.empty and scored_sizes.model.nunique() > 1
 if several or published is not None:
     display(model_size.axis_chart(sizes, cfg.figures_dir / f"{cfg.name}_model_size.png", published,
                                   names=design_namer(cfg)))
-else:
-    say("Only one model was run in this study: no model-size axis to draw.")
-if not scored_sizes.empty:
-    shown_sizes = ranged(scored_sizes, {"recall@5 − dense [95%]": "recall_at_5_delta",
-                                        "MRR@10 − dense [95%]": "mrr_at_10_delta"})
-    cols = ["condition", "model_label", "design", "runs", "questions", "recall_at_5", "recall@5 − dense [95%]",
-            "mrr_at_10", "MRR@10 − dense [95%]", "folder"]
-    display(safe_table(shown_sizes[cols].rename(columns={"model_label": "model"}))
-            .format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
-say(model_size.axis_reading(sizes, published, names=design_namer(cfg)))  # the page's own reading stays the loss's
+    if not scored_sizes.empty:
+        shown_sizes = ranged(scored_sizes, {"recall@5 − dense [95%]": "recall_at_5_delta",
+                                            "MRR@10 − dense [95%]": "mrr_at_10_delta"})
+        cols = ["condition", "model_label", "design", "runs", "questions", "recall_at_5", "recall@5 − dense [95%]",
+                "mrr_at_10", "MRR@10 − dense [95%]", "folder"]
+        display(safe_table(shown_sizes[cols].rename(columns={"model_label": "model"}))
+                .format({"recall_at_5": "{:.3f}", "mrr_at_10": "{:.3f}"}).hide(axis="index"))
+    say(model_size.axis_reading(sizes, published, names=design_namer(cfg)))  # the page's own reading stays the loss's
+else:  # the section's heading and prose (tagged needs-sizes) are left out of the page
+    lacking("sizes", "Only one model was run in this study: no model-size axis to draw.")
 
 # %% [markdown]
 # ## Reading
 # Generated from the numbers above, per condition.
 
 # %%
+said = False
 for c in conditions:
     text = why.finding(tables.paths, tables.judges, c)
     if text:
@@ -254,5 +270,6 @@ for c in conditions:
     extra = why.quality_sentence(tables.quality, c, why.profile_model(tables.paths, c))
     if extra:
         reading(extra)
-if not conditions:
+    said = said or bool(text or extra)
+if not said:
     reading("Nothing to read: no complete run of the agent or multi-query.")

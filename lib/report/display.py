@@ -31,8 +31,30 @@ from ..designs import design_class
 SIGNAL_WORDS = {"cross_encoder": "cross-encoder", "dense": "dense", "bm25": "BM25"}
 DASH = "—"
 METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
+# an output's metadata key naming the parts a page lacks (lib.report.pages.lacking): the rendered page leaves
+# out its cells tagged needs-<part> (lib/report/render.py)
+LACKS = "agentic-rag-evidence/lacks"
 # the designs whose answers come from a language model (the charts tell them apart)
 LLM_DESIGNS = ("multiquery", "agent", "agent_rerank", "escalate", "loop", "loop_question_first")
+
+
+def is_study(profile: Any) -> bool:
+    """Whether a profile is a study of the user's own documents (``make study``), not the arXiv study."""
+    return getattr(profile, "collection_source", None) == "documents"
+
+
+_ARXIV_NOUNS = re.compile(r"\b(papers|paper|abstracts|abstract)\b", re.I)
+_DOCUMENT_NOUNS = {"papers": "documents", "paper": "document", "abstracts": "texts", "abstract": "text"}
+
+
+def document_words(text: str) -> str:
+    """Words written for the arXiv study in a study's words: paper(s) -> document(s), abstract(s) -> text(s)
+    (a table's headings and labels, where the same column serves both)."""
+    def swap(m: re.Match) -> str:
+        new = _DOCUMENT_NOUNS[m.group(1).lower()]
+        return new.capitalize() if m.group(1)[0].isupper() else new
+
+    return _ARXIV_NOUNS.sub(swap, text)
 
 
 def source_words(profile: Any = None) -> str:
@@ -229,6 +251,7 @@ def readable(df: pd.DataFrame, decimals: int = 3, profile: Any = None, shares: s
         if signed is None else signed
     decimals_for = decimals_for or {}
     name = design_namer(profile)
+    words = document_words if is_study(profile) else str  # a study's headings speak of its documents
     out = pd.DataFrame(index=range(len(df)))
     for col in df.columns:
         values = df[col].tolist()
@@ -241,7 +264,7 @@ def readable(df: pd.DataFrame, decimals: int = 3, profile: Any = None, shares: s
         else:
             places = decimals_for.get(col, 0 if "tokens" in str(col) else decimals)  # tokens: whole numbers
             cells = [number(v, places, sign=col in signed) for v in values]
-        out[heading(str(col))] = cells
+        out[words(heading(str(col)))] = cells
     return out
 
 
@@ -279,7 +302,8 @@ def safe_table(df: pd.DataFrame, index: bool = False):
 
 
 def styled(df: pd.DataFrame, **kwargs):
-    """:func:`readable`, as a notebook shows it: escaped (:func:`safe_table`), no index column."""
+    """:func:`readable`, as a notebook shows it: escaped (:func:`safe_table`), no index column (``profile``:
+    a study's headings speak of its documents, :func:`document_words`)."""
     return safe_table(readable(df, **kwargs))
 
 

@@ -36,9 +36,10 @@ def notebook_titles(path: Path = NOTEBOOK_LIST) -> dict[str, str]:
 
 
 def notebook_designs(path: Path = NOTEBOOK_LIST) -> dict[str, tuple[str, ...]]:
-    """The designs each notebook runs, or whose runs alone it explains (page 12: the agent's), from the
-    list's third column (names joined by ','; none for a page that reads whatever the others saved): the
-    pages left out by name when the model those designs ask cannot answer (lib/preflight.py pages_to_run)."""
+    """The designs each notebook runs, from the list's third column (names joined by ','; none for a page
+    that only reads what the others saved, as pages 10 to 12 do: page 12 reads the saved runs and decision
+    trees and asks no model): the pages left out by name when the model those designs ask cannot answer
+    (lib/preflight.py pages_to_run)."""
     return {row[0]: tuple(d for d in (row[2] if len(row) > 2 else "").split(",") if d) for row in _notebook_rows(path)}
 
 

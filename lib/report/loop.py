@@ -22,8 +22,10 @@ from ..evaluation.metrics import citation_hit, scores_of
 from ..data.relevance import relevant_ids
 from ..runs import read_results, run_files
 from ..llm.prompts import corpus_for
-from .display import markdown_code, markdown_text, readable, safe_table, source_words, styled, transposed, with_range
-from .pages import reading
+from .display import (is_study, markdown_code, markdown_text, readable, safe_table, source_words, styled, transposed,
+                      with_range)
+from .index_numbers import verdict
+from .pages import lacking, reading
 from .plots import _save
 from . import queries
 from .pages import against_dense, with_index_family
@@ -261,7 +263,7 @@ def measures_page(profile, design: str = NAME) -> dict:
     display(Markdown(f"Caps: {caps_words(caps)} (model `{caps['llm_model']}`, backend `{caps['llm_backend']}`"
                      + (f", stub `{caps['loop_backend']}`" if caps.get("loop_backend") else "")
                      + f"; prompt `{prompt_of(first)}`). {read_words(profile, [r for rs in runs.values() for r in rs])}"))
-    display(safe_table(transposed(table, shares=LOOP_SHARES)))
+    display(safe_table(transposed(table, shares=LOOP_SHARES, profile=profile)))
     row = table.mean(numeric_only=True)
     ended = ", ".join(f"{row[f'ended_{e}']:.0%} {e.replace('_', ' ')}" for e in ENDINGS if row[f"ended_{e}"])
     title = DESIGN_TITLES.get(design, design)
@@ -305,6 +307,7 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
                      "MRR@10": m.mrr_at_10,
                      "MRR@10 − dense": _range_words(d, "mrr_at_10"),
                      "MRR@10 delta": getattr(d.get("mrr_at_10"), "delta", np.nan),
+                     "MRR@10 low": getattr(d.get("mrr_at_10"), "low", np.nan),
                      "MRR@10 high": getattr(d.get("mrr_at_10"), "high", np.nan),
                      "MRR@10 p_holm": getattr(d.get("mrr_at_10"), "p_holm", np.nan),
                      "no model search": float((first.model_searches == 0).mean()),
@@ -316,7 +319,7 @@ def conditions_table(profile, design: str = NAME) -> pd.DataFrame:
 def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
     """Notebook 9: the loop design in every condition (:func:`conditions_table`), and a reading of it."""
     table = conditions_table(profile, design)
-    shown = table.drop(columns=["MRR@10 delta", "MRR@10 high", "MRR@10 p_holm"], errors="ignore")
+    shown = table.drop(columns=["MRR@10 delta", "MRR@10 low", "MRR@10 high", "MRR@10 p_holm"], errors="ignore")
     if "both cited" in shown and shown["both cited"].isna().all():
         shown = shown.drop(columns=["both cited"])
     display(styled(shown, shares={"citation hit rate", "both cited", "no model search"}))
@@ -327,10 +330,11 @@ def conditions_page(profile, design: str = NAME) -> pd.DataFrame:
         return table
     parts = [f"{r.condition}: cited {r['citation hit rate']:.0%}, MRR@10 {r['MRR@10 − dense']} against dense"
              for _, r in done.iterrows()]
-    # measurably: the Holm-corrected randomization test, as on the index (the range where no test is saved)
-    tested = done["MRR@10 p_holm"].notna()
-    below = (tested & (done["MRR@10 p_holm"] < 0.05)) | (~tested & (done["MRR@10 high"] < 0))
-    behind, measurable = done[done["MRR@10 delta"] < 0], done[below & (done["MRR@10 delta"] < 0)]
+    # measurably: the report's one rule (lib.report.index_numbers.verdict: the Holm-corrected randomization test,
+    # as on the index; the range where no test is saved)
+    worse = [verdict({f"mrr_at_10_{k}": r[f"MRR@10 {k}"] for k in ("delta", "low", "high", "p_holm")}, "mrr_at_10")
+             == "worse" for _, r in done.iterrows()]
+    behind, measurable = done[done["MRR@10 delta"] < 0], done[worse]
     missing = table[table.runs == 0].condition.tolist()
     own = "made no search beyond the code's search of the question" if design == QUESTION_FIRST else "made no search at all"
     lo, hi = done["no model search"].min(), done["no model search"].max()
@@ -399,10 +403,14 @@ def step_through(profile, design: str = NAME) -> dict:
     q = {x.qid: x for x in pipeline.scored_questions(profile)}[r.qid]
     d = r.details
     hit = "cited the source" if set(relevant_ids(q.source_id)) & set(d.get("citations", [])) else "did not cite the source"
-    display(Markdown(f"**{markdown_text(r.qid)}** (run {first}): *{markdown_text(q.text)}*  \nSource paper: "
-                     f"{markdown_code(q.source_id)}. The loop took "
+    if is_study(profile):  # a study's judgements: every relevant document, by id
+        source = "Relevant: " + ", ".join(markdown_code(i) for i in relevant_ids(q.source_id))
+    else:
+        source = f"Source paper: {markdown_code(q.source_id)}"
+    item = "document" if is_study(profile) else "paper"
+    display(Markdown(f"**{markdown_text(r.qid)}** (run {first}): *{markdown_text(q.text)}*  \n{source}. The loop took "
                      f"{_n(d.get('turns'), 'model turn')}, {_n(r.searches, 'search', 'es')}, read "
-                     f"{_n(d.get('papers_read'), 'paper')}, ended "
+                     f"{_n(d.get('papers_read'), item)}, ended "
                      f"by **{r.stop_reason}** and {hit} "
                      f"(citations: {markdown_text(', '.join(d.get('citations', [])) or 'none')}).  \n"
                      "Blue rows: model turns (bold: the model decided; italic: the code forced an answer-only turn). "
@@ -622,9 +630,9 @@ def earlier_prompt_page(profile) -> dict:
                          "before the choice; there is no earlier prompt to compare with."))
         return {}
     before = [d for d in LOOP_DESIGNS if saved_runs(earlier, design=d)]
-    if not before:
-        display(Markdown(f"No loop run with the earlier prompt `{EARLIER_PROMPT}` is saved for this condition (in "
-                         f"`{shown_path(pipeline.results_dir(earlier))}`)."))
+    if not before:  # the section's heading and prose (tagged needs-earlier) are left out of the page
+        lacking("earlier", f"No loop run with the earlier prompt `{EARLIER_PROMPT}` is saved for this condition (in "
+                f"`{shown_path(pipeline.results_dir(earlier))}`).")
         return {}
     now = [d for d in LOOP_DESIGNS if saved_runs(profile, design=d)]
     table = side_by_side([(earlier, d) for d in before] + [(profile, d) for d in now])
@@ -670,7 +678,7 @@ def scores_section(profile, scored) -> pd.DataFrame:
     every = [r for results, _ in loops.values() for r in results]
     display(Markdown(f"Caps: {caps_words(caps_of(every))}."))
     table = pd.concat(tables, ignore_index=True)
-    display(safe_table(transposed(table, shares=LOOP_SHARES)))
+    display(safe_table(transposed(table, shares=LOOP_SHARES, profile=profile)))
     return table
 
 
@@ -726,8 +734,8 @@ def selection_page(profile, path=None) -> dict:
         return {}
     record = json.loads(path.read_text())
     if profile.study_dir is not None:
-        display(Markdown("This choice was made on the project's own dev questions over arXiv papers, not on this "
-                         "study's documents; the loop here uses the prompt its profile names."))
+        display(Markdown("This choice was made on the arXiv study's dev questions, not on this study's; the loop "
+                         "here uses the prompt its profile names."))
     table = selection_table(record)
     display(styled(table))
     c = record["choice"]

@@ -10,8 +10,8 @@ from ..config import shown_path
 from ..errors import redacted
 from ..evaluation import scores
 from ..llm.prompts import corpus_for
-from .display import (markdown_code, markdown_text, readable, safe_table, source_words, spreadsheet_safe, styled,
-                      with_range)
+from .display import (LACKS, is_study, markdown_code, markdown_text, readable, safe_table, source_words,
+                      spreadsheet_safe, styled, with_range)
 from . import queries
 import json
 from .display import number
@@ -31,6 +31,10 @@ from ..config import ROOT, load_profile
 
 # the settings each page shows in its short settings table (the injected parameters are hidden)
 PAGE_SETTINGS = ("question_form", "embedder", "dense_k")
+# the settings of an arXiv draw, which a study of your own documents does not use: its page shows what it
+# reads instead (STUDY_SETTINGS)
+DRAW_SETTINGS = ("window_start", "window_end", "n_sources", "n_papers", "seed", "categories", "n_lookalikes")
+STUDY_SETTINGS = ("documents_path", "chunk_documents", "corpus_description")
 
 
 _TABLES_READY = False
@@ -69,6 +73,8 @@ def open_page(profile, *settings: str) -> None:
     pd.set_option("display.max_colwidth", None)  # whole questions, never cut mid-word
     display(HTML(PAGE_STYLE))
     offline_tables()
+    if is_study(profile) and set(settings) & set(DRAW_SETTINGS):  # nothing is drawn: what is read instead
+        settings = tuple(k for k in settings if k not in DRAW_SETTINGS) + STUDY_SETTINGS
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
@@ -78,9 +84,16 @@ def open_page(profile, *settings: str) -> None:
         display(Markdown(study_banner(profile)))
 
 
+def lacking(part: str, line: str = "") -> None:
+    """Say that the page has no ``part`` (two-part questions, a decision tree, a second model): ``line``
+    (Markdown) is shown, and the rendered page leaves out the cells tagged ``needs-<part>`` (the section's
+    heading and prose; lib/report/render.py), so a page shows no section for what its study lacks."""
+    display(Markdown(line), metadata={LACKS: [part]})
+
+
 def study_banner(profile) -> str:
     """The line every page of a study of your own data opens with: its files and counts, so no page
-    is read as the arXiv study's (the page's prose describes the arXiv study where they differ)."""
+    is read as the arXiv study's (the page's prose speaks of the documents, cells tagged study-only)."""
     man = profile.data_dir / "collection_manifest.json"
     if not man.exists():
         return f"**A study of your own data** ({markdown_code(shown_path(profile.path('documents_path')))}); not imported yet."
@@ -88,7 +101,7 @@ def study_banner(profile) -> str:
     files = "; ".join(f"{k}: {markdown_code(v)}" for k, v in m.get("files", {}).items())
     qs = f", {m['questions_scored']} questions with a relevant document" if "questions_scored" in m else ""
     described = corpus_for(profile).description
-    return (f"**A study of your own data**, not the arXiv study the prose describes: {m['n_papers']:,} documents{qs} "
+    return (f"**A study of your own data**: {m['n_papers']:,} documents{qs} "
             f"({files}), described to the model as \"{markdown_text(described)}\" (`corpus_description`). Each "
             "design, setting and score is computed on these files.")
 
@@ -329,20 +342,25 @@ def reranker_report(profile) -> dict:
 
 
     out = {}
+    study = is_study(profile)  # a study runs the arXiv study's reranker and weights: said so, in its words
     training = ROOT / profile.reranker / "training.json"
     if profile.reranker_backend == "trained-in-project" and training.exists():
         info = json.loads(training.read_text())
         out["training"] = pd.DataFrame([
-            ("training queries (paper titles as pseudo-queries)", info["training_data"]["train_queries"]),
+            ("training queries (titles from the arXiv study's collection, as pseudo-queries)" if study else
+             "training queries (paper titles as pseudo-queries)", info["training_data"]["train_queries"]),
             ("negatives per query (dense top 50, hard)", info["settings"]["negatives_per_query"]),
-            ("training papers first listed", " to ".join(info["training_data"]["first_seen_range"])),
+            ("training titles first listed" if study else "training papers first listed",
+             " to ".join(info["training_data"]["first_seen_range"])),
             ("training time (s, 2 CPU threads)", f"{info['train_seconds']:.0f}"),
             ("loss, first 20 steps / last 20 steps (chance)",
              f"{info['loss_first_20']:.3f} / {info['loss_last_20']:.3f} ({info['loss_chance']:.3f})"),
             ("held-out title queries: MRR@10 dense / reranked",
              f"{info['heldout']['dense_mrr_at_10']:.3f} / {info['heldout']['rerank_mrr_at_10']:.3f}"),
         ], columns=["cross-encoder training", "value"])
-        display(Markdown("### The cross-encoder trained here (the first model; `docs/reranker.md` records the "
+        display(Markdown("### The cross-encoder trained on the arXiv study's collection, not on this study's documents "
+                         "(the first model; `docs/reranker.md` records the second)" if study else
+                         "### The cross-encoder trained here (the first model; `docs/reranker.md` records the "
                          "second, trained on abstract sentences)"))
         display(safe_table(out["training"]))
     dev = load_profile("dev").results_dir
@@ -352,19 +370,23 @@ def reranker_report(profile) -> dict:
         return out
     sel, table = json.loads(sel_path.read_text()), pd.read_csv(table_path)
     out["selection"], out["variants"] = sel, table
-    display(Markdown(f"### Variants tried on the dev set ({sel['questions']} questions, pre-window papers)\n"
+    where = (f"the arXiv study's dev set ({sel['questions']} questions), not on this study's documents" if study else
+             f"the dev set ({sel['questions']} questions, pre-window papers)")
+    display(Markdown(f"### Variants tried on {where}\n"
                      f"Each reorders the same dense top {profile.rerank_k}. Rule: {sel['rule']}."))
     whole_table(table.round(3), profile, "rerank_dev_variants", "every rerank variant tried on the dev set")
     c, d = sel["chosen"], sel["dense"]
     verdict = "beats" if c["mrr_at_10"] > d["mrr_at_10"] else "does not beat"
-    text = (f"On the dev set the chosen rerank step ({c['variant']}) reaches MRR@10 {c['mrr_at_10']:.3f} against "
+    dev_set = "the arXiv study's dev set" if study else "the dev set"
+    text = (f"On {dev_set} the chosen rerank step ({c['variant']}) reaches MRR@10 {c['mrr_at_10']:.3f} against "
             f"dense's {d['mrr_at_10']:.3f} and recall@5 {c['recall_at_5']:.3f} against {d['recall_at_5']:.3f}: it "
             f"{verdict} dense on dev.")
     for model, ov in sel.get("cross_encoders", {}).items():
         if not ov["eligible"]:
-            text += (f" The cross-encoder {model} was trained on papers that include "
-                     f"{ov['dev_collection_papers_in_training']} of the dev collection, so variants using it were "
-                     "not eligible.")
+            text += (f" The cross-encoder {model} was trained on "
+                     + ("a set that includes " if study else "papers that include ")
+                     + f"{ov['dev_collection_papers_in_training']} of the dev collection"
+                     + ("'s documents" if study else "") + ", so variants using it were not eligible.")
     dev_profile = load_profile("dev", rerank_weights=profile.rerank_weights, rerank_k=profile.rerank_k)
     if dev_profile.results_dir == dev and (dev / "rerank").exists():
         try:

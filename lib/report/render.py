@@ -8,7 +8,13 @@ the page's title cell and shown without their code; every other code input is fo
 ``templates/report``).
 
 A notebook whose run did not complete (an error output, or a cell papermill marks failed or never
-finished) is never rendered, and the page it would replace is left as it was. The random ids that
+finished) is never rendered, and the page it would replace is left as it was.
+
+A page speaks of what its run searched: a cell tagged ``arxiv-only`` is shown only on the arXiv study's
+pages, one tagged ``study-only`` only on a study of the user's own documents (``collection_source:
+documents``, read from the parameters papermill gave the run), and a cell tagged ``needs-<part>`` is left
+out when the run said it has no ``<part>`` (an output marked :data:`lib.report.display.LACKS`, from
+``lib.report.pages.lacking``); these tags are taken off the cells kept, so a page shows no trace of them. The random ids that
 pandas' Styler and itables give their tables are replaced by ids numbered in page order, so
 rendering a re-executed notebook gives the same bytes when its content is the same. Pages are
 written atomically; a write that fails is a :class:`ReportError` naming the page."""
@@ -22,8 +28,10 @@ import nbformat
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 
-from ..config import shown_path
+from ..config import load_profile, shown_path
+from ..errors import ProfileError
 from ..io import write_text
+from .display import LACKS
 from .index_numbers import notebook_titles
 
 
@@ -42,6 +50,63 @@ class DropStderr(Preprocessor):
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FINDING = "finding"
+ARXIV_ONLY, STUDY_ONLY, NEEDS = "arxiv-only", "study-only", "needs-"
+
+
+def ran_for_study(nb) -> bool:
+    """Whether an executed notebook ran for a study of the user's own documents: ``collection_source``
+    among the parameters papermill injected (the profile's file and every ``-p``), else that of the
+    profile they name; an arXiv study when neither says."""
+    params = (nb.get("metadata", {}).get("papermill") or {}).get("parameters") or {}
+    source = params.get("collection_source")
+    if source is None and isinstance(params.get("profile"), str):
+        try:
+            source = load_profile(params["profile"]).collection_source
+        except ProfileError:  # a profile that is no longer there: the page is read as the arXiv study's
+            source = None
+    return source == "documents"
+
+
+def _lacks(output) -> list:
+    parts = (output.get("metadata") or {}).get(LACKS) or []
+    return [parts] if isinstance(parts, str) else list(parts)
+
+
+def _blank(output) -> bool:
+    text = (output.get("data") or {}).get("text/markdown")
+    return isinstance(text, (str, list)) and not "".join(text).strip()
+
+
+class KeepProfileCells(Preprocessor):
+    """Leaves out the cells that speak of another kind of study than the run's (``study``: a study of the
+    user's own documents keeps ``study-only`` cells and drops ``arxiv-only`` ones; the arXiv study the
+    reverse) and the cells tagged ``needs-<part>`` for each part an output of the run said it lacks; the
+    cells kept lose these tags (the page's classes are what they were without them)."""
+
+    def __init__(self, study: bool = False, **kw):
+        super().__init__(**kw)
+        self.study = study
+
+    def preprocess(self, nb, resources):
+        lacks = {p for c in nb.cells for o in c.get("outputs", []) or [] for p in _lacks(o)}
+        drop = {ARXIV_ONLY if self.study else STUDY_ONLY} | {NEEDS + str(p) for p in lacks}
+        kept = []
+        for cell in nb.cells:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if drop.intersection(tags):
+                continue
+            if cell.get("outputs"):  # a mark of what the page lacks with no line to say: nothing shown
+                cell.outputs = [o for o in cell.outputs if not (_lacks(o) and _blank(o))]
+            ours = [t for t in tags if t in (ARXIV_ONLY, STUDY_ONLY) or t.startswith(NEEDS)]
+            if ours:
+                rest = [t for t in tags if t not in ours]
+                if rest:
+                    cell.metadata["tags"] = rest
+                else:
+                    del cell.metadata["tags"]
+            kept.append(cell)
+        nb.cells = kept
+        return nb, resources
 
 
 class LeadWithFinding(Preprocessor):
@@ -179,6 +244,7 @@ def render(notebook: Path, out_dir: Path) -> Path:
     exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)])
     exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters", "parameters"}), enabled=True)
     exporter.register_preprocessor(DropStderr(), enabled=True)
+    exporter.register_preprocessor(KeepProfileCells(study=ran_for_study(nb)), enabled=True)
     exporter.register_preprocessor(LeadWithFinding(), enabled=True)
     exporter.register_preprocessor(FoldSettings(), enabled=True)
     title = titles.get(notebook.stem, notebook.stem)

@@ -5,6 +5,7 @@ results as ``why_paths.csv``, ``judges.csv``, ``judges_grid.csv`` and ``query_qu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
@@ -92,6 +93,12 @@ def conditions_tables(records: dict[str, "ConditionRecords | str"]) -> WhyTables
     trees = {k: v for p in parts for k, v in p.trees.items()}
     return WhyTables(cat("paths", why_paths.COLUMNS), cat("judges", judges.JUDGE_COLUMNS), cat("grid"),
                      cat("quality", judges.QUALITY_COLUMNS), trees)
+
+
+def records_root(profile) -> Path:
+    """Where the model records of a profile's runs are: a study's own (``llm_records`` in its results folder:
+    its page never counts the shipped study's replies), else the shipped records."""
+    return profile.own_dir / "llm_records" if profile.study_dir is not None else RECORDS_DIR
 
 
 def decoding_table(records_dir=RECORDS_DIR) -> pd.DataFrame:
