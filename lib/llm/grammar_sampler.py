@@ -31,6 +31,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .llama_adapter import raw_sampler
+
 BAND = 3.0  # logits checked per band, from the highest down
 ROUNDING = 1e-4  # a top-p share nearer than this to top_p is not taken as settled (float32 sums of 40 terms)
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
@@ -85,21 +87,22 @@ def from_the_top(logits: np.ndarray, allowed: Callable[[np.ndarray], np.ndarray]
 class CheckedGrammarSampler:
     """Stands in for llama-cpp-python's ``LlamaSampler`` in ``Llama.sample`` (``sample(ctx, idx)``).
 
-    ``chain`` is the request's chain without its grammar (``Llama._init_sampler(grammar=None)``),
-    ``grammar`` llama-cpp-python's ``LlamaGrammar``. Counts, in ``stats`` (the ``Llama``'s per-call
-    ``spec`` where it keeps one): tokens drawn, tokens checked against the grammar, and draws that
-    checked the whole vocabulary."""
+    ``chain`` is the request's chain without its grammar (llama-cpp-python's, built through
+    :func:`lib.llm.llama_adapter.sampler_hook`), ``grammar`` the request's GBNF text (its rule ``root``
+    first). Counts, in ``stats`` (the ``Llama``'s per-call ``spec`` where it keeps one): tokens drawn,
+    tokens checked against the grammar, and draws that checked the whole vocabulary."""
 
-    def __init__(self, llm: Any, chain: Any, grammar: Any, *, temp: float, top_k: int, top_p: float):
+    def __init__(self, llm: Any, chain: Any, grammar: str, *, temp: float, top_k: int, top_p: float):
         import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
         self._lib = llama_cpp
         self.llm, self.chain = llm, chain  # chain: a LlamaSampler, kept alive here
+        self.raw_chain = raw_sampler(chain)
         self.grammar = llama_cpp.llama_sampler_init_grammar(
-            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+            llama_cpp.llama_model_get_vocab(llm.model), grammar.encode("utf-8"), b"root")
         if not self.grammar:
             raise ValueError("llama.cpp could not read the request's grammar")
-        self.n_vocab = llm._n_vocab
+        self.n_vocab = llm.n_vocab()
         self.greedy, self.top_k, self.top_p = temp == 0, top_k, top_p
         self.stats = getattr(llm, "spec", {})
         for key in ("draws", "grammar_checked", "whole_vocabulary"):
@@ -148,10 +151,10 @@ class CheckedGrammarSampler:
             self._apply(self.grammar, data)
         else:
             data["id"], data["logit"], data["p"] = ids, logits[ids], 0.0
-        arr = self._apply(self.chain.sampler, data)
+        arr = self._apply(self.raw_chain, data)
         if not 0 <= arr.selected < arr.size:
             raise RuntimeError("llama.cpp's sampler chain selected no token")
         token = int(arr.data[arr.selected].id)
         lib.llama_sampler_accept(self.grammar, token)
-        lib.llama_sampler_accept(self.chain.sampler, token)
+        lib.llama_sampler_accept(self.raw_chain, token)
         return token

@@ -25,6 +25,15 @@ from typing import Any
 
 import numpy as np
 
+from .speculative import LOOKUP_NGRAM, LOOKUP_TOKENS
+
+try:  # optional, installed with the local model (make local-llm): only these variants need it
+    from llguidance import LLMatcher
+    from llguidance.gbnf_to_lark import gbnf_to_lark
+    from llguidance.numpy import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
+except ImportError:  # the variants then say what to install
+    LLMatcher = None
+
 # the maintained decoding variants (``LocalBackend(decoder=...)``), beside "fast" (lib.llm.speculative)
 # and "token" (llama-cpp-python's own loop and grammar, a token at a time)
 GUIDED = ("llguidance", "llguidance_masks", "lookup")
@@ -36,7 +45,7 @@ _TOKENIZERS: dict[str, Any] = {}
 def _tokenizer(llm: Any) -> Any:
     """llguidance's tokenizer over a model's llama.cpp vocabulary (about a second to build; kept per model file)."""
     from llama_cpp import llama_model_get_vocab  # optional: only the local model needs llama-cpp-python
-    from llguidance.llamacpp import lltokenizer_from_vocab  # optional: only these variants need llguidance
+    from llguidance.llamacpp import lltokenizer_from_vocab  # imports llama_cpp: optional, only the local model needs it
 
     if llm.model_path not in _TOKENIZERS:
         _TOKENIZERS[llm.model_path] = lltokenizer_from_vocab(llama_model_get_vocab(llm.model))
@@ -46,8 +55,6 @@ def _tokenizer(llm: Any) -> Any:
 @lru_cache(maxsize=64)
 def lark_grammar(gbnf: str) -> str:
     """A request's GBNF grammar in llguidance's form (its own converter)."""
-    from llguidance import LLMatcher  # optional: only these variants need llguidance
-    from llguidance.gbnf_to_lark import gbnf_to_lark
 
     return LLMatcher.grammar_from_lark(gbnf_to_lark(gbnf))
 
@@ -59,8 +66,6 @@ class GuidedReply:
     and every token before it is settled (drawn, or a guess the draw confirmed)."""
 
     def __init__(self, tokenizer: Any, grammar: str, n_vocab: int, forced: bool):
-        from llguidance import LLMatcher  # optional: only these variants need llguidance
-        from llguidance.numpy import allocate_token_bitmask
 
         self.matcher = LLMatcher(tokenizer, lark_grammar(grammar))
         if self.matcher.is_error():
@@ -80,7 +85,6 @@ class GuidedReply:
 
     def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
         """The logits processor: the grammar's mask at this draw (tokens it forbids set to -inf)."""
-        from llguidance.numpy import apply_token_bitmask_inplace, fill_next_token_bitmask
 
         if self.prompt_len is None:
             self.prompt_len = len(input_ids)
@@ -117,12 +121,12 @@ class ReplyDraftModel:
 def guided_llama(decoder: str, **llama_kwargs: Any) -> Any:
     """A ``llama_cpp.Llama`` for one of the :data:`GUIDED` variants (its draft model set for those that guess)."""
     from llama_cpp import Llama  # optional: only the local model needs llama-cpp-python
-    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-    from .speculative import LOOKUP_NGRAM, LOOKUP_TOKENS
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding  # optional: only the local model needs it
 
     if decoder not in GUIDED:
         raise ValueError(f"decoder {decoder!r} is not one of {', '.join(GUIDED)}")
+    if decoder.startswith("llguidance") and LLMatcher is None:
+        raise ImportError(f"decoder {decoder!r} needs llguidance: run `make local-llm`")
     draft = {"llguidance": ReplyDraftModel(),
              "lookup": LlamaPromptLookupDecoding(max_ngram_size=LOOKUP_NGRAM, num_pred_tokens=LOOKUP_TOKENS)}.get(decoder)
     # a draft model needs every token's logits: llama-cpp-python 0.3.36 turns that on but sizes its logits

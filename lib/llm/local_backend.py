@@ -285,8 +285,11 @@ def _formatter(llm: Any):
     from llama_cpp import llama_chat_format  # llama-cpp-python is optional (only the local model needs it)
 
     template = llm.metadata["tokenizer.chat_template"]
-    eos = llm._model.token_get_text(llm.token_eos())
-    bos = llm._model.token_get_text(llm.token_bos())
+    import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    eos = llama_cpp.llama_vocab_get_text(vocab, llm.token_eos()).decode("utf-8")
+    bos = llama_cpp.llama_vocab_get_text(vocab, llm.token_bos()).decode("utf-8")
     key = (template, eos, bos, llm.token_eos())
     if key not in _FORMATTERS:
         _FORMATTERS[key] = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
@@ -295,7 +298,7 @@ def _formatter(llm: Any):
 
 
 def _perf_reset(llm: Any) -> None:
-    ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
+    ctx = getattr(llm, "ctx", None)
     if ctx is not None:
         import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
@@ -305,7 +308,7 @@ def _perf_reset(llm: Any) -> None:
 def _perf(llm: Any) -> dict[str, float]:
     """llama.cpp's own timings since the last reset (``llama_perf_context``): prompt tokens it
     evaluated and their milliseconds, tokens it generated and theirs ({} where there are none)."""
-    ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
+    ctx = getattr(llm, "ctx", None)
     if ctx is None:
         return {}
     import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
@@ -322,7 +325,7 @@ def llama_speed(llm: Any, tokens: list[int], n_gen: int = 32, repeats: int = 2) 
     (top_k 1, no grammar), ``repeats`` times; the fastest of each kept (the least disturbed by other jobs)."""
     import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
-    ctx = llm._ctx.ctx
+    ctx = llm.ctx
     pp, tg = [], []
     for _ in range(repeats):
         llm.reset()

@@ -37,6 +37,7 @@ import numpy as np
 
 from .grammar_text import GrammarError, GrammarText
 from .grammar_sampler import CheckedGrammarSampler, covered
+from .llama_adapter import check, mark_evaluated, sampler_hook
 
 # prompt lookup for free text: up to 4 tokens after a run of 3 or 2 tokens seen before (measured on the
 # agent's recorded requests: 4 tokens gave the shortest calls, 8 wasted more on wrong guesses; docs/speed.md)
@@ -94,9 +95,11 @@ def drafting_llama(llama_class: type) -> type:
     the two shortcuts above; :func:`start_call` gives it each call's grammar and token limit. It counts,
     per call (``spec``): the prompt's batch (tokens, seconds, guessed tokens added to it), the batches
     after it (``steps``: tokens, seconds), the guesses and guessed tokens, and the tokens of a fixed
-    ending not evaluated (``skipped``)."""
+    ending not evaluated (``skipped``). Its batches are llama.cpp's own (``llama_batch_init``,
+    ``llama_decode``); what it needs beyond llama-cpp-python's public API goes through
+    :mod:`lib.llm.llama_adapter`."""
 
-    class DraftingLlama(llama_class):
+    class DraftingLlama(sampler_hook(llama_class)):
         checking = False
         reply = None
         max_reply = 0
@@ -104,20 +107,53 @@ def drafting_llama(llama_class: type) -> type:
 
         check_drawable = True  # False: the grammar checked on the whole vocabulary (tests compare)
 
+        check_batch = None  # the batches that check a guess (llama_batch_init, made at the first)
+
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
+            check(self)  # a member the fast path needs gone: say so now, with the versions
             start_call(self, None, 0)  # outside a call: no grammar, no shortcut, counts kept all the same
 
-        def _init_sampler(self, **kwargs):
+        def close(self):
+            import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
+
+            if self.check_batch is not None:
+                llama_cpp.llama_batch_free(self.check_batch)
+                self.check_batch = None
+            getattr(super(), "close", lambda: None)()
+
+        def make_sampler(self, base, **kwargs):
             """The request's chain; with a grammar, checked only on the tokens the chain can draw
             (:mod:`lib.llm.grammar_sampler`: the same draws)."""
             grammar = kwargs.get("grammar")
-            if grammar is None or not self.check_drawable or not covered(**kwargs):
-                return super()._init_sampler(**kwargs)
-            chain = super()._init_sampler(**{**kwargs, "grammar": None})
-            self.checked_sampler = CheckedGrammarSampler(self, chain, grammar, temp=kwargs["temp"],
+            if grammar is None or self.grammar_text is None or not self.check_drawable or not covered(**kwargs):
+                return base(**kwargs)
+            chain = base(**{**kwargs, "grammar": None})
+            self.checked_sampler = CheckedGrammarSampler(self, chain, self.grammar_text, temp=kwargs["temp"],
                                                          top_k=kwargs["top_k"], top_p=kwargs["top_p"])
             return self.checked_sampler
+
+        def decode_batch(self, tokens: list[int], drawn: int) -> None:
+            """Evaluate ``tokens`` after the ones held in one llama.cpp batch, logits kept from position
+            ``drawn`` on (llama.cpp's C API: ``llama_memory_seq_rm``, ``llama_batch``, ``llama_decode``)."""
+            import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
+
+            n_past = self.n_tokens
+            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), 0, n_past, -1)
+            if self.check_batch is None:
+                self.check_batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
+            batch = self.check_batch
+            batch.n_tokens = len(tokens)
+            for i, token in enumerate(tokens):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, n_past + i, 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = i >= drawn
+            code = llama_cpp.llama_decode(self.ctx, batch)
+            if code != 0:
+                raise RuntimeError(f"llama_decode returned {code}")
+            self.input_ids[n_past:n_past + len(tokens)] = tokens
+            self.n_tokens += len(tokens)
+            mark_evaluated(self)
 
         # ---- the text the grammar fixes, as tokens
         def forced_tokens(self) -> list[int]:
@@ -132,7 +168,7 @@ def drafting_llama(llama_class: type) -> type:
             first = self.spec["prompt_evals"] == 0
             guess: list[int] = []
             if first and tokens and self.draft_model is not None:
-                room = min(self.n_batch - 1, self._n_ctx - self.n_tokens - len(tokens) - 1)  # batch and window
+                room = min(self.n_batch - 1, self.n_ctx() - self.n_tokens - len(tokens) - 1)  # batch and window
                 guess = list(self.forced_tokens())[:max(0, room)]
                 self.spec["prompt_guess"] = len(guess)
             if self.checking or guess:
@@ -145,16 +181,7 @@ def drafting_llama(llama_class: type) -> type:
                 lead = min(max(0, len(seq) - self.n_batch), drawn)  # whole batches before the last one
                 if lead:
                     super().eval(seq[:lead])
-                last = seq[lead:]
-                n_past = self.n_tokens
-                self._ctx.kv_cache_seq_rm(-1, n_past, -1)
-                self._batch.set_batch(batch=last, n_past=n_past, logits_all=False)
-                for i in range(len(last)):
-                    self._batch.batch.logits[i] = lead + i >= drawn
-                self._ctx.decode(self._batch)
-                self.input_ids[n_past:n_past + len(last)] = last
-                self.n_tokens += len(last)
-                self._requires_eval = False
+                self.decode_batch(seq[lead:], drawn - lead)
             else:
                 super().eval(tokens)
             took = time.perf_counter() - start
@@ -198,12 +225,13 @@ def is_end(llm: Any, token: int) -> bool:
     """Whether a token ends a reply (llama.cpp's end-of-generation tokens)."""
     import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
 
-    return bool(llama_cpp.llama_vocab_is_eog(llm._model.vocab, token))
+    return bool(llama_cpp.llama_vocab_is_eog(llama_cpp.llama_model_get_vocab(llm.model), token))
 
 
 def start_call(llm: Any, grammar: str | None, max_tokens: int) -> None:
     """Before a call: its grammar's automaton (none without a grammar), its token limit, and cleared counts."""
     automaton = grammar_text(grammar) if grammar else None
+    llm.grammar_text = grammar or None  # the grammar's text, for the checked sampler
     llm.reply = automaton.start() if automaton is not None else None
     llm.max_reply = max_tokens
     llm.checking = False

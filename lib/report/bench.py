@@ -339,8 +339,11 @@ def decoder_choice(steps: dict, modes: Sequence[str], goal: float) -> dict:
     """The decoding paths side by side (each ``llm_call_<design>`` step's ``<mode>`` figures): per design and
     path the median seconds per call, its ratio to the llama.cpp bound and the replies equal to the recorded
     ones; the chosen path is the one with the least median time summed over the agent's and the loop's calls
-    among those within ``goal`` times the bound on both (None when none is)."""
+    among those within ``goal`` times the bound on both (None when none is). Self-contained: the run's load
+    averages, llama.cpp's speed and how the replayed records were decoded are kept with it."""
     table: dict = {}
+    loads: list[float] = []
+    recorded: dict = {}
     for design in DECODER_DESIGNS:
         row = steps.get(f"llm_call_{design}")
         if row is None:
@@ -348,22 +351,28 @@ def decoder_choice(steps: dict, modes: Sequence[str], goal: float) -> dict:
         table[design] = {m: {"median_s": row[m].get("median_s"), "ratio": row[m].get("ratio_to_bound_evaluated"),
                              "same_as_recorded": row["replies"].get(f"{m}_equals_recorded"), "n": row["replies"]["n"],
                              "error": row[m].get("error")} for m in modes if m in row}
+        loads += row.get("loadavg_before", [])[:1] + row.get("loadavg_after", [])[:1]
+        recorded[design] = row.get("recorded_decoding", {})
     ok = [m for m in modes if all(d in table and m in table[d] and table[d][m]["ratio"] is not None
                                   and table[d][m]["ratio"] <= goal for d in CHOSEN_FOR)]
     chosen = min(ok, key=lambda m: sum(table[d][m]["median_s"] for d in CHOSEN_FOR)) if ok else None
+
     def ratios(m: str) -> str:
         return ", ".join(f"{d} {table[d][m]['ratio']:.2f}x" for d in CHOSEN_FOR
                          if m in table.get(d, {}) and table[d][m]["ratio"] is not None) or "failed"
     words = "; ".join(f"{m} {ratios(m)}" for m in modes)
+    speed = steps.get("llm_llama_speed", {})
     return {"goal": goal, "modes": list(modes), "table": table, "within_goal": ok, "chosen": chosen,
+            "loadavg": [min(loads), max(loads)] if loads else [], "recorded_decoding": recorded,
+            "pp_tokens_per_s": speed.get("pp_tokens_per_s"), "tg_tokens_per_s": speed.get("tg_tokens_per_s"),
             "summary": f"decoding paths against the llama.cpp bound ({words}); chosen: " + (
                 f"{chosen}, the fastest within {goal}x on agent and loop calls" if chosen else f"none within {goal}x")}
 
 
 def decoder_table(choice: dict) -> str:
     """The side-by-side table of :func:`decoder_choice` in Markdown (docs/speed.md, "Decoding paths")."""
-    designs = list(choice["table"])
-    head = "| path | " + " | ".join(f"{d}: s per call | × bound | same reply" for d in designs) + " |"
+    designs = [d for d in DECODER_DESIGNS if d in choice["table"]]
+    head = "| path | " + " | ".join(f"{d}: s per call | × bound | same reply as recorded" for d in designs) + " |"
     lines = [head, "|---|" + "---|---|---|" * len(designs)]
     for m in choice["modes"]:
         cells = []
@@ -376,6 +385,41 @@ def decoder_table(choice: dict) -> str:
         name = DECODER_WORDS.get(m, m) + (" **(chosen)**" if m == choice["chosen"] else "")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+DECODER_BLOCK = ("<!-- decoders:start (make bench --llm --save writes this block from results/bench.json) -->",
+                 "<!-- decoders:end -->")
+
+
+def decoder_block(steps: dict) -> str:
+    """docs/speed.md's "Decoding paths" figures, from a bench run's ``llm_decoders`` step alone: the side-by-side
+    table and what was measured and chosen (empty when the run measured no decoding paths)."""
+    choice = steps.get("llm_decoders")
+    if not choice:
+        return ""
+    calls = sorted({c["n"] for row in choice["table"].values() for c in row.values() if c.get("n")})
+    failed = [DECODER_WORDS.get(m, m) for m in choice["modes"]
+              if any(row.get(m, {}).get("error") for row in choice["table"].values())]
+    made = "; ".join(f"{d}: " + ", ".join(f"{n} {how}" for how, n in sorted(c.items()))
+                     for d, c in choice.get("recorded_decoding", {}).items() if c)
+    load = choice.get("loadavg") or [float("nan")] * 2
+    sentence = (f"Medians of {' / '.join(map(str, calls))} calls a design (each design's last recorded requests, "
+                f"replayed in order), each path in a process of its own, in one run (load average {load[0]:.1f}-"
+                f"{load[1]:.1f} on the two cores); the bound is llama.cpp's own speed measured in the same run "
+                f"(prompt {choice.get('pp_tokens_per_s') or float('nan'):.0f} tokens/s, generation "
+                f"{choice.get('tg_tokens_per_s') or float('nan'):.1f} tokens/s). "
+                + (f"The replayed records were written by these paths: {made}. " if made else "")
+                + (f"Chosen: {DECODER_WORDS[choice['chosen']]}, the fastest within {choice['goal']}x the bound on "
+                   f"both agent and loop calls." if choice["chosen"] else
+                   f"No path stayed within {choice['goal']}x the bound on both agent and loop calls.")
+                + (f" Failed: {', '.join(failed)}." if failed else ""))
+    return "\n".join([DECODER_BLOCK[0], decoder_table(choice), "", sentence, DECODER_BLOCK[1]])
+
+
+def with_decoder_block(doc: str, block: str) -> str:
+    """``doc`` (docs/speed.md) with its decoders block replaced by ``block``."""
+    start, end = doc.index(DECODER_BLOCK[0]), doc.index(DECODER_BLOCK[1]) + len(DECODER_BLOCK[1])
+    return doc[:start] + block + doc[end:]
 
 
 # ---- re-rendering the report (scripts/bench_render.py, make bench --report)

@@ -227,6 +227,9 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
                             "1.2x the llama.cpp bound"),
     "llm_call_loop": ("loop turn through the call path", "the last recorded requests, replayed live in order",
                       "1.2x the llama.cpp bound"),
+    "llm_decoders": ("decoding paths side by side (local LLM)", "the fast path, a token at a time, llguidance's masks "
+                     "with and without forced tokens and LlamaPromptLookupDecoding, over the last recorded requests, "
+                     "in one run (docs/speed.md)", "1.2x the llama.cpp bound on agent and loop calls"),
     "llm_prefix_agent": ("prefix reuse, agent", "share of recorded prompt tokens a prefix cache could skip", "none"),
     "llm_prefix_multiquery": ("prefix reuse, multi-query", "share of recorded prompt tokens a prefix cache could skip",
                               "none"),
