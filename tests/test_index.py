@@ -298,3 +298,25 @@ def test_a_profile_names_its_condition_and_the_grid_it_belongs_to():
     assert name == "short questions, whole snapshot"
     assert pipeline.results_dir(base) == pipeline.results_dir(load_profile("offline"))
     assert queries.condition_of(load_profile("offline"))[0] == "full questions"
+
+
+def test_a_design_left_out_of_the_index_family_gets_no_verdict_of_its_own():
+    """An escalate that never escalated repeats hybrid_rerank and leaves the index's family: its page shows the
+    difference, but no second Holm correction over a family of its own and no verdict (one comparison, one p)."""
+    from lib.config import load_profile
+    from lib.report import pages, queries
+
+    cfg = load_profile("offline")
+    table = queries.condition_table(cfg)
+    row = table[(table.condition == "full questions") & (table.design == "escalate")]
+    if row.empty or not row.mrr_at_10_p_holm.isna().all():
+        import pytest
+
+        pytest.skip("the saved escalate run is in the index's family (it escalated)")
+    deltas, n, head = pages.against_dense(cfg, "escalate")
+    read = pages.with_index_family(cfg, deltas)
+    assert read.p_holm.isna().all() and not read.measurable.any()
+    assert (read.family == pages.LEFT_OUT_FAMILY).all()
+    summary = queries.saved_design_summary(cfg, "escalate")
+    words = pages.design_reading("escalate", summary.iloc[0], read, n, head)
+    assert "measurably" not in words and "not tested again: it never escalated" in words
