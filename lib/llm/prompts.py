@@ -94,7 +94,7 @@ line ::= [^\n]{8,120}
 '''
 
 # ---------------------------------------------------------------- agent
-# The article's agent, as its code runs it (../shared/article_figures.md): the system prompt word
+# The article's agent, as its code runs it (the article's companion repository): the system prompt word
 # for word; the user turn holds the question and every search so far (each query and the titles
 # of its top 5), blocks separated by a blank line.
 def agent_system(c: Corpus = ARXIV) -> str:
