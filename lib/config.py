@@ -148,6 +148,14 @@ class Settings(BaseModel):
     milvus_token_env: str = Field(default="MILVUS_TOKEN", description="the environment variable holding a server's token")
     milvus_timeout_s: float = Field(default=30.0, gt=0, description="the longest wait to connect, search or read "
                                     "(building the study's own collection and its index waits as long as it takes)")
+    # keyword search in the engine too (lib/search/milvus_keyword.py, docs/engine.md)
+    milvus_bm25: Literal["engine", "in-process"] = Field(
+        default="engine", description="with retriever milvus: where BM25 searches (the bm25 and hybrid designs, the "
+        "rerank step's BM25 signal): the engine's full-text search (the study's own collection; a user's collection "
+        "with milvus_sparse_field), or bm25s in process over the study's documents")
+    milvus_sparse_field: Optional[str] = Field(
+        default=None, description="a user's collection: the SPARSE_FLOAT_VECTOR field its BM25 function fills from "
+        "its text field, searched read-only; null: BM25 runs in process over the study's documents")
     hybrid_depth: int = Field(default=50, ge=10, le=2000, description="depth of each list the hybrid design fuses")
     agent_max_searches: int = Field(ge=1, le=10)
     # bounded escalation (lib/designs/escalate.py): signal and threshold chosen on the dev set
@@ -220,6 +228,13 @@ class Settings(BaseModel):
         if self.chunk_documents and self.collection_scope == "snapshot":
             raise ValueError("chunk_documents needs collection_scope 'default': the whole snapshot's shipped matrix "
                              "holds one vector per paper")
+        return self
+
+    @model_validator(mode="after")
+    def _sparse_field_is_a_users(self):
+        if self.milvus_sparse_field and not self.milvus_collection:
+            raise ValueError("milvus_sparse_field names a field of your own collection (milvus_collection); the "
+                             "study's own collection has its own BM25 field (milvus_bm25)")
         return self
 
     @field_validator("rerank_weights")

@@ -29,6 +29,7 @@ from .data.question_gen import generated_questions_path
 from .search.chunking import chunk_for_embedder
 from .search.snapshot import load_matrix
 from .search import milvus_index as mi
+from .search import milvus_keyword as mk
 from .search.dense import resolve_backend
 from .llm.anthropic_backend import profile_backend_kwargs
 from .llm import openai_settings
@@ -212,13 +213,20 @@ def searcher(profile: Profile, papers: list[dict] | None = None, progress: bool 
     return DenseSearcher(DenseIndex.build(papers, emb, progress=progress, chunks=chunks, **options), emb)
 
 
+def milvus_connection(profile: Profile) -> mi.Connection:
+    """Where the engine is: ``milvus_uri``, or Milvus Lite embedded in the study's cache folder."""
+    p = profile
+    uri = p.milvus_uri or str(cache_dirs(p, "milvus")[0] / "milvus.db")
+    return mi.Connection(uri, p.milvus_token_env, p.milvus_timeout_s)
+
+
 def milvus_index(profile: Profile, papers: list[dict], emb: Embedder, progress: bool = True, chunks=None):
     """Dense search in Milvus (``retriever: milvus``): the user's collection read-only
     (``milvus_collection``), or the study's own collection built from its documents' vectors, in Milvus Lite
-    in the study's cache folder unless ``milvus_uri`` names a server."""
+    in the study's cache folder unless ``milvus_uri`` names a server; with BM25 in the engine
+    (:func:`keyword_in_engine`) the study's own collection holds each row's text for full-text search too."""
     p = profile
-    uri = p.milvus_uri or str(cache_dirs(p, "milvus")[0] / "milvus.db")
-    connection = mi.Connection(uri, p.milvus_token_env, p.milvus_timeout_s)
+    connection = milvus_connection(p)
     if p.milvus_collection:
         dim = int(emb.encode_raw(["the query embedder's dimension"]).shape[1])
         return mi.open_collection(connection, p.milvus_collection, p.milvus_id_field, p.milvus_vector_field, dim,
@@ -228,8 +236,37 @@ def milvus_index(profile: Profile, papers: list[dict], emb: Embedder, progress: 
         positions = None
     else:
         ids, vectors, positions = embedded_rows(papers, emb, progress, chunks)
+    texts = None
+    if keyword_in_engine(p):  # each row's text, as the in-process BM25 index holds it
+        text_of = {x["id"]: paper_text(x) for x in papers}
+        texts = [c.text for c in chunks] if chunks is not None else [text_of[i] for i in ids]
     return mi.build_collection(connection, ids, vectors, positions, p.milvus_index, p.hnsw_m, p.hnsw_ef_construction,
-                               p.hnsw_ef_search, progress=progress)
+                               p.hnsw_ef_search, progress=progress, texts=texts)
+
+
+def keyword_in_engine(profile: Profile) -> bool:
+    """Whether BM25 (the bm25 and hybrid designs, the rerank step's BM25 signal) searches in the engine:
+    ``retriever: milvus`` with ``milvus_bm25: engine``, in the study's own collection or in a user's collection
+    whose BM25 field is named (``milvus_sparse_field``); else bm25s in process over the study's documents."""
+    p = profile
+    return p.retriever == "milvus" and p.milvus_bm25 == "engine" and (not p.milvus_collection or bool(p.milvus_sparse_field))
+
+
+def uses_bm25(profile: Profile, name: str) -> bool:
+    """Whether a design's results depend on BM25: the bm25 design and those fusing a hybrid list (their class
+    says ``uses_bm25``), and with a BM25 weight in ``rerank_weights`` every design with the rerank step."""
+    cls = design_class(name)
+    return bool(getattr(cls, "uses_bm25", False)) or (
+        "rerank_weights" in cls.settings and bool(profile.rerank_weights.get("bm25")))
+
+
+def keyword_provenance(profile: Profile, name: str) -> dict:
+    """Where BM25 ran, in the provenance of a design that uses it only when it ran in the engine, so every
+    result whose BM25 ran in process keeps its key: ``milvus_bm25``, and a user's BM25 field."""
+    p = profile
+    if not (keyword_in_engine(p) and uses_bm25(p, name)):
+        return {}
+    return {"milvus_bm25": "engine", **({"milvus_sparse_field": p.milvus_sparse_field} if p.milvus_collection else {})}
 
 
 def retriever_provenance(profile: Profile) -> dict:
@@ -283,8 +320,17 @@ class ProfileParts:
         return resolve_backend(self.profile.dense_backend, len(self.chunks) if self.chunks is not None else len(self.papers))
 
     @cached_property
+    def engine(self):
+        """The Milvus collection of ``retriever: milvus`` (dense search, and the study's own collection's
+        full-text search), opened or built once for both."""
+        return milvus_index(self.profile, self.papers, embedder(self.profile), self.progress, self.chunks)
+
+    @cached_property
     def searcher(self) -> DenseSearcher:
-        s = searcher(self.profile, self.papers, self.progress, chunks=self.chunks, backend=self.dense_backend)
+        if self.profile.retriever == "milvus":
+            s = DenseSearcher(self.engine, embedder(self.profile))
+        else:
+            s = searcher(self.profile, self.papers, self.progress, chunks=self.chunks, backend=self.dense_backend)
         s.index.restrict(self.allowed)
         return s
 
@@ -343,6 +389,16 @@ class ProfileParts:
 
     @cached_property
     def bm25(self):
+        """Keyword search: the engine's full-text search (:func:`keyword_in_engine`), else bm25s in process."""
+        p = self.profile
+        if keyword_in_engine(p):
+            ids = [x["id"] for x in self.papers]
+            if p.milvus_collection:  # the user's BM25 field, read-only
+                index = mk.open_keyword(milvus_connection(p), p.milvus_collection, p.milvus_id_field,
+                                        p.milvus_sparse_field, ids)
+            else:
+                index = mk.keyword_index(self.engine, ids)
+            return index.restrict(self.allowed)
         # the whole snapshot's index is a local cache, not shipped with the drawn collections' ones
         folder, base = cache_dirs(self.profile, "bm25")
         if self.profile.collection_scope == "snapshot":
@@ -373,6 +429,7 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     if profile.chunk_documents:
         prov.update({k: profile.settings[k] for k in ("chunk_documents", "chunk_tokens", "chunk_overlap")})
     prov.update(retriever_provenance(profile))
+    prov.update(keyword_provenance(profile, name))
     if parts.dense_backend == "faiss-hnsw" and profile.retriever == "in-process":  # set, or chosen by ``auto``
         prov.update({"dense_backend": "faiss-hnsw",
                      **{k: profile.settings[k] for k in ("hnsw_m", "hnsw_ef_search", "hnsw_ef_construction")}})
@@ -402,6 +459,8 @@ def expected_settings(profile: Profile, name: str) -> dict:
                 for k, d in optional_settings(cls).items()})
     # where dense search ran: a result of another retriever is never scored as this one's
     out["retriever"] = retriever_provenance(profile).get("retriever")
+    if uses_bm25(profile, name):  # where BM25 ran, likewise
+        out["milvus_bm25"] = keyword_provenance(profile, name).get("milvus_bm25")
     return out
 
 

@@ -331,8 +331,9 @@ def test_a_run_stopped_by_the_engine_going_down_resumes(tmp_path):
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
 def test_the_worked_example_runs_end_to_end_on_the_embedded_engine():
     """`make study DOCS=examples/beir-dev SET="retriever=milvus ..."` at test size (5 questions): every notebook runs
-    with dense search in embedded Milvus Lite, whose collection lives in the study's folder; dense ranks exactly as
-    the shipped dev run (searched in process); every result says where it searched; the scores table says so."""
+    with dense search and BM25 in embedded Milvus Lite, whose collection lives in the study's folder; dense ranks
+    exactly as the shipped dev run (searched in process); every result says where it searched; the scores table
+    says so."""
     import shutil
 
     from lib.config import STUDIES_DIR
@@ -355,8 +356,12 @@ def test_the_worked_example_runs_end_to_end_on_the_embedded_engine():
         assert len(ours) == 5 and all(r.ranked_ids == dev[q] for q, r in ours.items())
         for path in results.glob("*/run*.jsonl"):
             assert {r.provenance.get("retriever") for r in read_results(path)} == {"milvus"}, path
+        # BM25 too ran in the engine (milvus_bm25: engine, the default): its full-text search
+        for design in ("bm25", "hybrid", "hybrid_rerank"):
+            assert {r.provenance.get("milvus_bm25") for r in read_results(results / design / "run1.jsonl")} == {"engine"}
         scores_page = (results / "report" / "10_scores.html").read_text(encoding="utf-8")
         assert "dense search in" in scores_page and "Milvus Lite, embedded" in scores_page
+        assert "BM25 search in" in scores_page and "own collection (full-text search)" in scores_page
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -73,6 +73,7 @@ class EscalateDesign:
     uses_llm = True
     record_kind = "escalate"
     may_answer_without_llm = True  # a question its signal does not escalate needs no model call
+    uses_bm25 = True  # its first pass is hybrid_rerank's
     settings = HybridRerankDesign.settings + tuple(
         s for s in AgentDesign.settings if s not in HybridRerankDesign.settings and s != "agent_max_searches") + (
         "escalate_signal", "escalate_threshold", "escalate_max_queries", "escalate_max_llm_calls",

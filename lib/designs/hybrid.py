@@ -8,7 +8,7 @@ import time
 from ..search.fusion import rrf
 from .base import DEPTH, EMBEDDER_SETTINGS, Question, Result
 from .rerank import RerankDesign, rerank_scored
-from ..search.bm25 import SETTINGS
+from .bm25 import bm25_settings
 
 
 def hybrid_ids(searcher, bm25, query: str, depth: int, rrf_k: int) -> list[str]:
@@ -20,6 +20,7 @@ def hybrid_ids(searcher, bm25, query: str, depth: int, rrf_k: int) -> list[str]:
 class HybridDesign:
     name = "hybrid"
     uses_llm = False
+    uses_bm25 = True
     settings = EMBEDDER_SETTINGS + ("hybrid_depth", "rrf_k")
 
     def __init__(self, searcher, bm25, depth: int = 50, rrf_k: int = 60, provenance: dict | None = None):
@@ -29,7 +30,7 @@ class HybridDesign:
     @classmethod
     def from_parts(cls, parts, provenance: dict) -> "HybridDesign":
         p = parts.profile
-        return cls(parts.searcher, parts.bm25, p.hybrid_depth, p.rrf_k, {**provenance, "bm25": SETTINGS})
+        return cls(parts.searcher, parts.bm25, p.hybrid_depth, p.rrf_k, {**provenance, "bm25": bm25_settings(parts.bm25)})
 
     def retrieve(self, question: Question, run: int = 1) -> Result:
         start = time.perf_counter()
@@ -41,6 +42,7 @@ class HybridDesign:
 class HybridRerankDesign:
     name = "hybrid_rerank"
     uses_llm = False
+    uses_bm25 = True
     settings = HybridDesign.settings + tuple(s for s in RerankDesign.settings if s not in EMBEDDER_SETTINGS)
 
     def __init__(self, searcher, bm25, reranker, texts: dict[str, str], depth: int = 50, rrf_k: int = 60,
@@ -52,7 +54,7 @@ class HybridRerankDesign:
     def from_parts(cls, parts, provenance: dict) -> "HybridRerankDesign":
         p = parts.profile
         return cls(parts.searcher, parts.bm25, parts.reranker(), parts.texts(), p.hybrid_depth, p.rrf_k, p.rerank_k,
-                   {**provenance, "bm25": SETTINGS})
+                   {**provenance, "bm25": bm25_settings(parts.bm25)})
 
     def search(self, query: str) -> tuple[list[str], list[float]]:
         """The hybrid top ``k`` for a query, reordered by the rerank step, with the fused scores."""

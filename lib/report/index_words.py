@@ -13,10 +13,11 @@ import pandas as pd
 
 from .article import article_cell, article_figures, shows_article
 from ..llm.prompts import corpus_for
-from .display import design_namer, fixed, number, seconds, source_words, with_range
+from .display import DASH, design_namer, fixed, number, seconds, source_words, with_range
 from .index_numbers import (DEFAULT_CONDITION, METRICS, _profile, _registry_order, _scored, conditions_from_summary,
                             overall, verdict)
 from ..designs import design_names
+from .. import pipeline
 
 
 QUESTION = "Does an agent that can search again find better evidence than plain search?"
@@ -272,7 +273,9 @@ def headline_table(results_dir: Path, conditions: pd.DataFrame | None = None, pr
     engine = retriever_cell(_profile(profile))
     rows = []
     for _, r in _registry_order(table[table.condition == condition]).iterrows():
-        row = {"design": name(r.design), **({"dense search in": engine} if engine else {})}
+        row = {"design": name(r.design), **({"dense search in": engine,
+                                              "BM25 search in": keyword_cell(_profile(profile), r.design)}
+                                             if engine else {})}
         if not (pd.notna(r.get("questions")) and r.questions > 0):
             row.update({"runs": 0, "questions": 0, "recall@5": _not_scored_note(table, condition, r.design)})
             row.update({f"article {label} (− dense [range])": article_cell(r.design, m)
@@ -309,8 +312,28 @@ def retriever_cell(profile) -> str | None:
     p = profile.settings
     if p.get("milvus_collection"):
         return f"Milvus, collection {p['milvus_collection']} (read-only)"
-    where = "Milvus Lite, embedded" if not p.get("milvus_uri") else "Milvus"
-    return f"{where}, the study's own collection ({'exact' if p.get('milvus_index') == 'FLAT' else 'HNSW'})"
+    return f"{engine_words(p)}, the study's own collection ({'exact' if p.get('milvus_index') == 'FLAT' else 'HNSW'})"
+
+
+def engine_words(settings: dict) -> str:
+    """The engine a study's own collection is in: Milvus Lite embedded (no ``milvus_uri``, or a folder ending in
+    .db), or Milvus at an address."""
+    uri = settings.get("milvus_uri")
+    return "Milvus Lite, embedded" if not uri or str(uri).endswith(".db") else "Milvus"
+
+
+def keyword_cell(profile, design: str) -> str:
+    """Where a design's BM25 searched, for the scores table of a study searched in an engine (beside ``dense
+    search in``): the engine's full-text search, or bm25s in process over the study's documents; a dash for a
+    design without BM25. Saved results carry it too (``milvus_bm25`` in their provenance, read back checked)."""
+    if not pipeline.uses_bm25(profile, design):
+        return DASH
+    if not pipeline.keyword_in_engine(profile):
+        return "in process (bm25s), over the study's documents"
+    p = profile.settings
+    if p.get("milvus_collection"):
+        return f"Milvus, collection {p['milvus_collection']}, field {p['milvus_sparse_field']} (read-only)"
+    return f"{engine_words(p)}, the study's own collection (full-text search)"
 
 
 def worth_its_cost(g: pd.DataFrame, names: Callable[[str], str] | None = None) -> str:

@@ -53,6 +53,8 @@ class BM25Index:
     ``ids``: each retriever row's document id, rows in (id, position) order (``build`` sorts them);
     ``positions``: each row's chunk position (None: one row per document)."""
 
+    settings = SETTINGS  # what its scores depend on, for a result's provenance (as the engine's keyword index has)
+
     def __init__(self, ids: Sequence[str], retriever, positions: Sequence[int] | None = None):
         self.rows = DocRows(ids, positions)
         if not np.array_equal(self.rows.order, np.arange(len(self.rows.order))):

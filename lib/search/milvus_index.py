@@ -12,6 +12,10 @@ Two ways in:
   the client is wrapped so that only reading calls exist (:class:`ReadOnlyClient`), and its schema is checked
   (the id and vector fields, their types, the dimension of the query embedder, the metric) before any search.
 
+Given the rows' texts, the study's own collection also holds each row's text in a field with an analyzer, a BM25
+function filling a sparse field from it and a BM25 index on that field: the engine's own full-text search, which
+:mod:`lib.search.milvus_keyword` searches behind the interface of the in-process BM25 index (``milvus_bm25``).
+
 Answers are at document level, as the in-process search's: Milvus returns rows (chunks), a document scores
 its best row and appears once; the search asks for more rows than documents wanted and doubles the depth
 until it holds ``k`` documents and the ``k``-th document's score is above the lowest row returned (as
@@ -43,6 +47,22 @@ ROW_FIELD, DOC_FIELD, POSITION_FIELD, VECTOR_FIELD = "row", "doc_id", "position"
 # client pings no idle connection and no busy one more often than the server allows
 GRPC_OPTIONS = {"grpc.keepalive_time_ms": 330_000, "grpc.keepalive_permit_without_calls": False}
 METRICS = ("IP", "COSINE")  # cosine similarity: inner product over normalised vectors, or the engine's cosine
+# the engine's full-text search in the study's own collection: each row's text, and the sparse field its BM25
+# function fills from it
+TEXT_FIELD, SPARSE_FIELD, BM25_FUNCTION = "text", "sparse", "bm25"
+# the English stop words bm25s drops in process (its list, Lucene's; tests/test_milvus_keyword.py holds them equal)
+STOP_WORDS = ("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
+              "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to",
+              "was", "will", "with")
+# the analyzer of the text field, as close to the in-process BM25's as Milvus's analyzers go: the standard
+# tokenizer, lowercased, the same stop words, then Snowball English stemming. Milvus applies all of it; Milvus
+# Lite 3 applies the tokenizer, lowercasing and the stop words and ignores the stemmer (docs/engine.md)
+ANALYZER = {"tokenizer": "standard",
+            "filter": ["lowercase", {"type": "stop", "stop_words": list(STOP_WORDS)},
+                       {"type": "stemmer", "language": "english"}]}
+BM25_INDEX = {"index_type": "SPARSE_INVERTED_INDEX", "metric_type": "BM25", "params": {"bm25_k1": 1.5, "bm25_b": 0.75}}
+MAX_TEXT_BYTES = 65_535  # Milvus's longest VARCHAR
+LOAD_TRIES = 6  # loads of the study's own collection before its error is raised (see load)
 
 
 @dataclass(frozen=True)
@@ -113,6 +133,7 @@ class MilvusIndex:
         self.metric, self.int_ids, self.ef_search, self.known_ids = metric, int_ids, ef_search, known_ids
         self.filter = ""
         self.allowed: set[str] | None = None
+        self.sparse_field: str | None = None  # the study's own collection built with texts: its BM25 field
 
     def _literal(self, ids: Sequence[str]) -> str:
         values = [int(i) for i in ids] if self.int_ids else [str(i) for i in ids]
@@ -189,12 +210,30 @@ class MilvusIndex:
 
 
 # --------------------------------------------------------------------------- the study's own collection
-def collection_name(ids: Sequence[str], positions: Sequence[int], vectors: np.ndarray, index: dict) -> str:
-    """The name of the study's own collection: a digest of its rows (ids, positions, vectors) and index settings."""
-    h = hashlib.sha256(json.dumps([list(map(str, ids)), list(map(int, positions)), vectors.shape, index],
-                                  sort_keys=True).encode())
+def collection_name(ids: Sequence[str], positions: Sequence[int], vectors: np.ndarray, index: dict,
+                    texts: Sequence[str] | None = None) -> str:
+    """The name of the study's own collection: a digest of its rows (ids, positions, vectors, and texts when it
+    holds them for full-text search, with the analyzer and BM25 index) and index settings. Without texts the
+    name is the one a collection built before full-text search got, so that collection is found again."""
+    head = [list(map(str, ids)), list(map(int, positions)), vectors.shape, index]
+    if texts is not None:
+        head.append({"analyzer": ANALYZER, "bm25": BM25_INDEX})
+    h = hashlib.sha256(json.dumps(head, sort_keys=True).encode())
     h.update(np.ascontiguousarray(vectors, dtype=np.float32).data)
+    for t in texts or ():
+        h.update(str(t).encode("utf-8") + b"\x00")
     return f"study_{h.hexdigest()[:20]}"
+
+
+def text_length(texts: Sequence[str]) -> int:
+    """The text field's length: the longest text in bytes; a text longer than Milvus holds is an error naming
+    the settings that avoid it."""
+    longest = max((len(str(t).encode("utf-8")) for t in texts), default=1)
+    if longest > MAX_TEXT_BYTES:
+        raise EngineError(f"milvus_bm25 'engine': a row's text is {longest:,} bytes, and a Milvus text field holds at "
+                          f"most {MAX_TEXT_BYTES:,}: chunk the documents (chunk_documents=true), or keep BM25 in "
+                          "process (milvus_bm25=in-process)")
+    return max(1, longest)
 
 
 def index_settings(index_type: str, m: int = 32, ef_construction: int = 80) -> dict:
@@ -208,17 +247,22 @@ def index_settings(index_type: str, m: int = 32, ef_construction: int = 80) -> d
 
 def build_collection(connection: Connection, ids: Sequence[str], vectors: np.ndarray,
                      positions: Sequence[int] | None = None, index_type: str = "FLAT", m: int = 32,
-                     ef_construction: int = 80, ef_search: int = 64, progress: bool = True) -> MilvusIndex:
-    """The study's own collection of these rows (built, finished if a build was interrupted, or found)."""
-    from pymilvus import DataType  # pymilvus is optional (only the Milvus backend needs it)
+                     ef_construction: int = 80, ef_search: int = 64, progress: bool = True,
+                     texts: Sequence[str] | None = None) -> MilvusIndex:
+    """The study's own collection of these rows (built, finished if a build was interrupted, or found); with
+    ``texts`` (each row's) it holds them too, for the engine's full-text search (:data:`ANALYZER`, a BM25
+    function and index: :func:`lib.search.milvus_keyword.keyword_index`)."""
+    from pymilvus import DataType, Function, FunctionType  # pymilvus is optional (only the Milvus backend needs it)
     from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
-
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n, d = vectors.shape
     positions = [0] * n if positions is None else [int(p) for p in positions]
+    if texts is not None and len(texts) != n:
+        raise ValueError(f"{n} rows but {len(texts)} texts")
     index = index_settings(index_type, m, ef_construction)
-    name = collection_name(ids, positions, vectors, index)
+    name = collection_name(ids, positions, vectors, index, texts)
+    text_bytes = None if texts is None else text_length(texts)
     client = connection.client()
     try:
         if not client.has_collection(name):
@@ -228,8 +272,16 @@ def build_collection(connection: Connection, ids: Sequence[str], vectors: np.nda
             schema.add_field(DOC_FIELD, DataType.VARCHAR, max_length=max(1, max((len(str(i).encode()) for i in ids), default=1)))
             schema.add_field(POSITION_FIELD, DataType.INT64)
             schema.add_field(VECTOR_FIELD, DataType.FLOAT_VECTOR, dim=d)
+            if texts is not None:
+                schema.add_field(TEXT_FIELD, DataType.VARCHAR, max_length=text_bytes, enable_analyzer=True,
+                                 analyzer_params=ANALYZER)
+                schema.add_field(SPARSE_FIELD, DataType.SPARSE_FLOAT_VECTOR)
+                schema.add_function(Function(name=BM25_FUNCTION, function_type=FunctionType.BM25,
+                                             input_field_names=[TEXT_FIELD], output_field_names=[SPARSE_FIELD]))
             params = client.prepare_index_params()
             params.add_index(field_name=VECTOR_FIELD, **index)
+            if texts is not None:
+                params.add_index(field_name=SPARSE_FIELD, **BM25_INDEX)
             client.create_collection(name, schema=schema, index_params=params, timeout=connection.timeout_s)
         have = int(client.get_collection_stats(name, timeout=connection.timeout_s)["row_count"])
         if have < n:  # rows go in order, so the first ``have`` are there; the last batch is sent again (upsert)
@@ -238,17 +290,37 @@ def build_collection(connection: Connection, ids: Sequence[str], vectors: np.nda
                 for a in range(start, n, INSERT_BATCH):
                     b = min(n, a + INSERT_BATCH)
                     client.upsert(name, [{ROW_FIELD: r, DOC_FIELD: str(ids[r]), POSITION_FIELD: positions[r],
-                                          VECTOR_FIELD: vectors[r]} for r in range(a, b)], timeout=connection.timeout_s)
+                                          VECTOR_FIELD: vectors[r], **({} if texts is None else {TEXT_FIELD: str(texts[r])})}
+                                         for r in range(a, b)], timeout=connection.timeout_s)
                     bar.update(b - a)
             client.flush(name)  # writing and indexing take as long as they take: no timeout
             # a collection is loaded when created, and Milvus Lite indexes only the segments it holds when
             # loaded: loaded again, every segment gets its index (HNSW searched brute-force otherwise)
             client.release_collection(name)
-        client.load_collection(name)  # builds each segment's index the first time
+        load(client, name)  # builds each segment's index the first time
     except MilvusException as exc:
         raise connection.error(f"building collection {name!r}", exc) from None
-    return MilvusIndex(client, connection, name, DOC_FIELD, VECTOR_FIELD, "IP", position_field=POSITION_FIELD,
-                       ef_search=ef_search if index_type == "HNSW" else None)
+    engine = MilvusIndex(client, connection, name, DOC_FIELD, VECTOR_FIELD, "IP", position_field=POSITION_FIELD,
+                         ef_search=ef_search if index_type == "HNSW" else None)
+    engine.sparse_field = None if texts is None else SPARSE_FIELD
+    return engine
+
+
+def load(client, name: str, tries: int = LOAD_TRIES) -> None:
+    """Load the study's own collection. Milvus Lite 3 writes a flushed segment's index file in a background
+    thread, outside its lock, and a load meanwhile can read that file half written ("file seems not fully
+    written", seen building 2,000 rows on loaded cores): a failed load is tried again after a pause (0.5 s,
+    doubling), once the engine has finished the file; the last failure is raised."""
+    from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
+
+    for attempt in range(tries):
+        try:
+            client.load_collection(name)
+            return
+        except MilvusException:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.5 * 2 ** attempt)
 
 
 # --------------------------------------------------------------------------- a user's collection, read-only
