@@ -108,27 +108,34 @@ def test_hnsw_in_the_engine_finds_the_exact_neighbours_of_real_papers(real, tmp_
 
 
 class FailingConnection(mi.Connection):
-    """The engine goes down after ``batches`` upserts of a build (its client's upsert raises as pymilvus does)."""
+    """The engine goes down after ``batches`` batches of a build (its client's insert and upsert raise as pymilvus
+    does); ``log`` holds each batch's first row and ``kinds`` whether it was inserted or upserted."""
 
     def __init__(self, uri, batches):
         super().__init__(uri)
         object.__setattr__(self, "log", [])
+        object.__setattr__(self, "kinds", [])
         object.__setattr__(self, "batches", batches)
 
     def client(self):
         from pymilvus.exceptions import MilvusException
 
-        inner, log, batches = super().client(), self.log, self.batches
+        inner, log, kinds, batches = super().client(), self.log, self.kinds, self.batches
 
-        class Client:
-            def __getattr__(self, name):
-                return getattr(inner, name)
-
-            def upsert(self, name, rows, **kw):
+        def send(kind):
+            def call(name, rows, **kw):
                 if len(log) >= batches:
                     raise MilvusException(code=2, message="Fail connecting to server")
                 log.append(rows[0]["row"])
-                return inner.upsert(name, rows, **kw)
+                kinds.append(kind)
+                return getattr(inner, kind)(name, rows, **kw)
+            return call
+
+        class Client:
+            insert, upsert = staticmethod(send("insert")), staticmethod(send("upsert"))
+
+            def __getattr__(self, name):
+                return getattr(inner, name)
         return Client()
 
 
@@ -143,6 +150,8 @@ def test_an_interrupted_build_resumes_where_it_stopped(tmp_path, monkeypatch):
     second = FailingConnection(uri, batches=100)
     engine = mi.build_collection(second, ids, vecs, progress=False)
     assert second.log[0] >= 128 and len(second.log) < 500 / 64  # resumed, not started again
+    # the batch sent again is an upsert (its rows may be there), the new ones inserts (no key to look up)
+    assert second.kinds[0] == "upsert" and set(second.kinds[1:]) == {"insert"}
     assert engine.client.get_collection_stats(engine.collection)["row_count"] == 500
     exact = DenseIndex(ids, vecs)
     for q in unit(rng.standard_normal((5, 8))):
