@@ -126,8 +126,8 @@ short = loop_report.headline(cfg, lead)
 # Six arms, the model-first and the question-first loop each with three prompts (`one_example`: its
 # single worked example; `no_example`; `two_examples`: two contrasting examples, one of which searches
 # twice), are run once on the first 60 of the arXiv study's dev questions, and the rule of
-# `docs/loop.md`, written before any dev score was seen, chooses one: the highest citation hit rate, and within 0.02 of it the fewest
-# model turns. Below: every arm's measures on dev, its searches and turns as distributions
+# `docs/loop.md`, written before any dev score was seen, chooses one: the highest citation hit rate,
+# and within 0.02 of it the fewest model turns. Below: every arm's measures on dev, its searches and turns as distributions
 # (value: questions), and the choice; nothing is run here (`make loop-selection` runs the arms and
 # writes `results/dev/loop_selection.json`).
 
@@ -176,9 +176,9 @@ measures = loop_report.measures_page(cfg, lead)
 # ## The same loop in every condition
 # Its complete runs in each condition this study has (the questions as written, and the short forms
 # where its questions have them): the citation hit rate, its ranked list against dense on the same
-# questions with the 95% paired range, the share of loops in which the model made no search of its own, and the first run's searches and
-# turns as distributions (value: questions). A condition with no complete run says so; nothing is run
-# here (`QUESTION_FORM=short` before `scripts/run_designs.py` records one).
+# questions with the 95% paired range, the share of loops in which the model made no search of its own,
+# and the first run's searches and turns as distributions (value: questions). A condition with no
+# complete run says so; nothing is run here (`QUESTION_FORM=short` before `scripts/run_designs.py` records one).
 
 # %%
 conditions = loop_report.conditions_page(cfg, lead)

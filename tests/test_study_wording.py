@@ -122,7 +122,6 @@ def executed(source: str | None, lacks: list[str] = ()):
     """A notebook as papermill leaves it, run with ``collection_source`` ``source``: a title, a paragraph in
     the arXiv study's words and one in a study's, a section that needs two-part questions, and a cell whose
     run said which parts the page lacks (one with a line to say, one without)."""
-    import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
     from lib.report.display import LACKS

@@ -242,7 +242,8 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
                              "2 minutes of CPU"),
 }
 
-SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss flat)", "faiss-hnsw": "approximate (faiss HNSW)"}
+SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss flat)", "faiss-hnsw": "approximate (faiss HNSW)",
+                       "milvus-hnsw": "approximate (Milvus Lite HNSW, embedded; docs/engine.md)"}
 
 
 def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
