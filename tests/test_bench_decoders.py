@@ -47,3 +47,16 @@ def test_the_docs_table_is_the_committed_bench_run():
     doc = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
     assert DECODER_BLOCK[0] in doc and DECODER_BLOCK[1] in doc
     assert with_decoder_block(doc, decoder_block(bench["steps"])) == doc
+
+
+def test_the_engine_at_scale_table_is_the_committed_bench_run():
+    """docs/engine.md's "Speed at scale" table is the one results/bench.json's --scale --engine run gives."""
+    from lib.report.bench import ENGINE_BLOCK, engine_scale_block, with_block
+
+    bench = json.loads((ROOT / "results" / "bench.json").read_text())
+    block = engine_scale_block(bench["steps"])
+    if not block:
+        pytest.skip("results/bench.json holds no Milvus run at 1M (make bench ARGS='--scale 1000000 --engine')")
+    doc = (ROOT / "docs" / "engine.md").read_text(encoding="utf-8")
+    assert with_block(doc, block, ENGINE_BLOCK) == doc
+    assert "Milvus Lite HNSW (embedded)" in block and "faiss HNSW" in block  # side by side, one run

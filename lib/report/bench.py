@@ -422,6 +422,45 @@ def with_decoder_block(doc: str, block: str) -> str:
     return doc[:start] + block + doc[end:]
 
 
+ENGINE_BLOCK = ("<!-- engine-scale:start (written from results/bench.json: lib.report.bench.engine_scale_block) -->",
+                "<!-- engine-scale:end -->")
+SCALE_NAMES = {"numpy": "numpy, exact", "faiss-flat": "faiss flat, exact", "faiss-hnsw": "faiss HNSW",
+               "milvus-hnsw": "Milvus Lite HNSW (embedded)"}
+
+
+def engine_scale_block(steps: dict, label: str = "1000000") -> str:
+    """docs/engine.md's "Speed at scale" figures: the ``dense_scale_<label>_*`` rows of one ``--scale ... --engine``
+    run side by side (build, query latency at top 50, recall@10 against exact at each ``ef_search`` swept);
+    empty when the run has no Milvus row at that size."""
+    rows = {b: steps.get(f"dense_scale_{label}_{b}") for b in SCALE_NAMES}
+    if not rows["milvus-hnsw"]:
+        return ""
+    efs = sorted({int(e) for r in rows.values() if r for e in r.get("sweep", {})})
+    head = ("| " + f"{rows['milvus-hnsw']['rows']:,} x {rows['milvus-hnsw']['dim']}" + " | build | query, top 50 "
+            "(median / p95) | " + " | ".join(f"recall@10 at ef_search {e}" for e in efs) + " |")
+    lines = [head, "|---|---|---|" + "---|" * len(efs)]
+    for b, r in rows.items():
+        if not r:
+            continue
+        sweep = r.get("sweep", {})
+        exact = b in ("numpy", "faiss-flat")
+        cells = [("1" if exact else (f"{sweep[str(e)]['recall_at_10']:.3f}" if str(e) in sweep else "not run"))
+                 for e in efs]
+        lines.append(f"| {SCALE_NAMES[b]} | {r['build_s']:.0f} s | {r['median_ms']:.1f} ms / {r['p95_ms']:.1f} ms | "
+                     + " | ".join(cells) + " |")
+    m = rows["milvus-hnsw"]
+    note = (f"One run of `make bench ARGS=\"--scale {label} --engine --no-bm25\"`: {m['rows']:,} uniform random "
+            f"{m['dim']}-d unit vectors, {m['queries']} queries drawn the same way, HNSW with m {m['m']} and "
+            f"ef_construction {m['ef_construction']} in both engines; query latency at ef_search {m['ef_search']}.")
+    return "\n".join([ENGINE_BLOCK[0], note, "", *lines, ENGINE_BLOCK[1]])
+
+
+def with_block(doc: str, block: str, marks: tuple[str, str]) -> str:
+    """``doc`` with the block between ``marks`` replaced by ``block``."""
+    start, end = doc.index(marks[0]), doc.index(marks[1]) + len(marks[1])
+    return doc[:start] + block + doc[end:]
+
+
 # ---- re-rendering the report (scripts/bench_render.py, make bench --report)
 GOAL_CPU_S = 120.0  # the re-render's goal: 2 minutes of CPU
 
