@@ -418,8 +418,7 @@ def decoder_block(steps: dict) -> str:
 
 def with_decoder_block(doc: str, block: str) -> str:
     """``doc`` (docs/speed.md) with its decoders block replaced by ``block``."""
-    start, end = doc.index(DECODER_BLOCK[0]), doc.index(DECODER_BLOCK[1]) + len(DECODER_BLOCK[1])
-    return doc[:start] + block + doc[end:]
+    return with_block(doc, block, DECODER_BLOCK)
 
 
 ENGINE_BLOCK = ("<!-- engine-scale:start (written from results/bench.json: lib.report.bench.engine_scale_block) -->",
