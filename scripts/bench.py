@@ -276,7 +276,8 @@ def llm_bench(n_calls: int, log=print) -> dict:
     from lib.llm.base import LLMRequest
     from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LocalBackend, llama_speed, local_model, prompt_tokens
     from lib.llm.records import decoding_of, records_dir
-    from lib.report.bench import decoder_choice, llm_call_figures, prefix_share
+    from lib.report.bench import llm_call_figures, prefix_share
+    from lib.report.bench_docs import decoder_choice
 
     model = local_model(DEFAULT_LOCAL_MODEL)
     store = RecordStore(records_dir("local", model.name))
@@ -785,7 +786,7 @@ def main(argv: list[str]) -> None:
     print(f"written to {dest.relative_to(ROOT)}" + ("" if dest == COMMITTED else
           " (the report shows results/bench.json: make bench ARGS=--save to write that instead)"))
     if dest == COMMITTED and "llm_decoders" in out["steps"]:  # docs/speed.md's decoding paths, from these figures
-        from lib.report.bench import decoder_block, with_decoder_block
+        from lib.report.bench_docs import decoder_block, with_decoder_block
 
         doc = ROOT / "docs" / "speed.md"
         doc.write_text(with_decoder_block(doc.read_text(encoding="utf-8"), decoder_block(out["steps"])), encoding="utf-8")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from lib.config import ROOT
-from lib.report.bench import DECODER_BLOCK, decoder_block, decoder_choice, with_decoder_block
+from lib.report.bench_docs import DECODER_BLOCK, decoder_block, decoder_choice, with_decoder_block
 
 
 def steps(figures: dict[str, dict[str, tuple[float, float] | None]]) -> dict:
@@ -51,7 +51,7 @@ def test_the_docs_table_is_the_committed_bench_run():
 
 def test_the_engine_at_scale_table_is_the_committed_bench_run():
     """docs/engine.md's "Speed at scale" table is the one results/bench.json's --scale --engine run gives."""
-    from lib.report.bench import ENGINE_BLOCK, engine_scale_block, with_block
+    from lib.report.bench_docs import ENGINE_BLOCK, engine_scale_block, with_block
 
     bench = json.loads((ROOT / "results" / "bench.json").read_text())
     block = engine_scale_block(bench["steps"])
