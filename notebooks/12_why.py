@@ -173,7 +173,8 @@ else:
 # Per condition: the complete runs read, and the questions with a decision tree per model. Then how every
 # saved reply was decoded, per model, record kind and run: *token*, a token at a time; *fast*, the local
 # backend's fast path (docs/speed.md); the two paths can differ in a sampled reply, so a run's path is named
-# here (the agent's run 1 made every tree's path; the trees' own calls are `agent_tree` and `agent_tree_search`).
+# here (the agent's run 1 made every tree's path; the trees' own calls are `agent_tree` and `agent_tree_search`);
+# then the path that made each saved run of a condition, found by the questions its records ask.
 
 # %%
 status = pd.DataFrame([{"condition": c, "design": d, "runs": len({r.run for r in rec.runs[d][0]}),
@@ -188,6 +189,9 @@ if not trees.empty:
 decoding = why_tables.decoding_table(why_tables.records_root(cfg))  # a study's own model records
 if not decoding.empty:
     display(safe_table(decoding.assign(model=decoding.model.map(model_label))).hide(axis="index"))
+made_by = why_tables.run_decoding(pipeline.results_dir(cfg), (why_tables.records_root(cfg),))  # each saved run's path
+if not made_by.empty:
+    display(safe_table(made_by.assign(model=made_by.model.map(model_label))).hide(axis="index"))
 unread = [f"{c}: {rec}" for c, rec in records.items() if isinstance(rec, str)]
 if unread:
     say("Not read: " + "; ".join(unread) + ".")

@@ -159,3 +159,18 @@ def test_every_saved_reply_names_its_decoding_path():
     fast = t[t.decoding == "fast"]
     assert set(fast.kind) <= {"agent", "rewrite", "agent_tree", "agent_tree_search"}
     assert set(fast[fast.kind.isin(["agent", "rewrite"])].run) <= {2, 3}
+
+
+def test_every_saved_run_of_a_condition_was_made_by_one_decoding_path():
+    """Each saved run of an LLM design in the shipped conditions was written by one decoding path (issue 47: one
+    path per saved run), and every question of it is found among the records or answered without a model."""
+    from lib.config import ROOT
+    from lib.report.why_tables import run_decoding
+
+    made = run_decoding(ROOT / "results")
+    assert len(made) >= 40  # every condition's agent, multi-query, loop and escalate runs, both models
+    one = made.decoding.str.fullmatch(r"(token|fast|no model call) \(\d+\)")
+    assert one.all(), made[~one].to_dict("records")
+    counts = made.decoding.str.extract(r"\((\d+)\)")[0].astype(int)
+    assert (counts == made.questions).all()
+    assert set(made[made["run file"].str.startswith("short/agent/")].decoding.str.split(" ").str[0]) == {"token", "fast"}

@@ -101,6 +101,66 @@ def records_root(profile) -> Path:
     return profile.own_dir / "llm_records" if profile.study_dir is not None else RECORDS_DIR
 
 
+# the record kinds each LLM design's replies are saved under (lib.designs: its requests' ``kind``)
+DESIGN_KINDS = {"agent": ("agent",), "agent_rerank": ("agent",), "multiquery": ("rewrite",), "loop": ("loop",),
+                 "loop_question_first": ("loop_question_first",), "escalate": ("escalate", "agent")}
+
+
+def _asked(rec: dict) -> set[str]:
+    """The questions a record's request asks (each user turn's ``Question: ...`` line)."""
+    out = set()
+    for role, text in rec.get("request", {}).get("messages", []):
+        if role == "user" and isinstance(text, str) and text.startswith("Question: "):
+            out.add(text[len("Question: "):].split("\n", 1)[0])
+    return out
+
+
+# the saved runs that are no condition's: the dev set's choices and the pilot
+NOT_A_CONDITION = ("dev", "pilot", "variants")
+
+
+def run_decoding(results_root: Path, records_dirs: Sequence[Path] = (RECORDS_DIR,),
+                 skip: Sequence[str] = NOT_A_CONDITION) -> pd.DataFrame:
+    """Which decoding path made each saved run of an LLM design under ``results_root`` (every condition and model
+    folder in it): its questions' replies are looked up among the records (in ``records_dirs``) of its model, kinds
+    and run number by the question each request asks (``lib.llm.records.decoding_of``). One row per run file: the
+    paths found, with how many of its questions each made; "no model call" for a question answered without one (an
+    escalate that did not escalate), "no record found" where none was found. Run files in a folder named in ``skip``
+    are left out."""
+    index: dict[tuple, dict[tuple[int, str], set[str]]] = {}
+
+    def paths(folder: str, kind: str) -> dict[tuple[int, str], set[str]]:
+        if (folder, kind) not in index:
+            found: dict[tuple[int, str], set[str]] = {}
+            for root in records_dirs:
+                for rec in read_jsonl(Path(root) / folder / f"{kind}.jsonl", torn_tail_ok=True):
+                    for q in _asked(rec):
+                        found.setdefault((rec.get("run"), q), set()).add(decoding_of(rec))
+            index[(folder, kind)] = found
+        return index[(folder, kind)]
+
+    rows = []
+    for design, kinds in DESIGN_KINDS.items():
+        for path in sorted(Path(results_root).rglob(f"{design}/run*.jsonl")):
+            if set(path.relative_to(results_root).parts) & set(skip):
+                continue
+            results = read_results(path)
+            if not results:
+                continue
+            prov = results[0].provenance
+            folder = f"{prov.get('llm_record_backend') or prov.get('llm_backend')}__{prov.get('llm_model')}"
+            counts: dict[str, int] = {}
+            for r in results:
+                made = {"no model call"} if not r.llm_calls else set().union(
+                    *(paths(folder, k).get((r.run, r.queries[0]), set()) for k in kinds)) if r.queries else set()
+                for how in made or {"no record found"}:
+                    counts[how] = counts.get(how, 0) + 1
+            rows.append({"run file": path.relative_to(results_root).as_posix(), "model": prov.get("llm_model"),
+                         "questions": len(results),
+                         "decoding": ", ".join(f"{k} ({v})" for k, v in sorted(counts.items()))})
+    return pd.DataFrame(rows, columns=["run file", "model", "questions", "decoding"])
+
+
 def decoding_table(records_dir=RECORDS_DIR) -> pd.DataFrame:
     """How every saved reply was decoded, per model, record kind and run (``lib.llm.records.decoding_of``):
     the table that says which saved run was made with which decoding path."""
