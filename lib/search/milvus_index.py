@@ -327,6 +327,39 @@ def load(client, name: str, tries: int = LOAD_TRIES) -> None:
 
 
 # --------------------------------------------------------------------------- a user's collection, read-only
+def type_name(kind) -> str:
+    """A pymilvus type or load state by its name."""
+    return getattr(kind, "name", str(kind))
+
+
+def user_fields(client, connection: Connection, collection: str, id_field: str, setting: str, field: str) -> tuple[dict, dict]:
+    """A user's collection described (``describe_collection``) and its fields by name, checked: the collection
+    exists, it has ``id_field`` and ``field`` (named by the setting ``setting``), and ids are VARCHAR or INT64.
+    Each problem is an :class:`EngineError` naming the setting."""
+    from pymilvus import DataType  # pymilvus is optional (only the Milvus backend needs it)
+
+    if not client.has_collection(collection, timeout=connection.timeout_s):
+        raise EngineError(f"milvus_collection {collection!r}: no such collection at milvus_uri {connection.uri!r}")
+    described = client.describe_collection(collection, timeout=connection.timeout_s)
+    fields = {f["name"]: f for f in described["fields"]}
+    for named, name in (("milvus_id_field", id_field), (setting, field)):
+        if name not in fields:
+            raise EngineError(f"{named} {name!r}: collection {collection!r} has no such field "
+                              f"(its fields: {', '.join(fields)})")
+    if fields[id_field]["type"] not in (DataType.VARCHAR, DataType.INT64):
+        raise EngineError(f"milvus_id_field {id_field!r}: a document id should be a VARCHAR or INT64 field, "
+                          f"not {type_name(fields[id_field]['type'])}")
+    return described, fields
+
+
+def require_loaded(client, connection: Connection, collection: str) -> None:
+    """A user's collection must be loaded: the study never loads (changes) a collection it does not own."""
+    state = client.get_load_state(collection, timeout=connection.timeout_s)["state"]
+    if type_name(state) != "Loaded":
+        raise EngineError(f"milvus_collection {collection!r} is not loaded at milvus_uri {connection.uri!r}; the study "
+                          f"never changes a collection it does not own: load it yourself (MilvusClient.load_collection)")
+
+
 def open_collection(connection: Connection, collection: str, id_field: str, vector_field: str, dim: int,
                     ef_search: int | None = None, known_ids: set[str] | None = None) -> MilvusIndex:
     """A collection the user already has, searched read-only, its schema checked first: the collection
@@ -338,18 +371,8 @@ def open_collection(connection: Connection, collection: str, id_field: str, vect
 
     client = ReadOnlyClient(connection.client())
     started = time.monotonic()
-    where = f"milvus_uri {connection.uri!r}"
     try:
-        if not client.has_collection(collection, timeout=connection.timeout_s):
-            raise EngineError(f"milvus_collection {collection!r}: no such collection at {where}")
-        fields = {f["name"]: f for f in client.describe_collection(collection, timeout=connection.timeout_s)["fields"]}
-        for setting, field in (("milvus_id_field", id_field), ("milvus_vector_field", vector_field)):
-            if field not in fields:
-                raise EngineError(f"{setting} {field!r}: collection {collection!r} has no such field "
-                                  f"(its fields: {', '.join(fields)})")
-        if fields[id_field]["type"] not in (DataType.VARCHAR, DataType.INT64):
-            raise EngineError(f"milvus_id_field {id_field!r}: a document id should be a VARCHAR or INT64 field, "
-                              f"not {fields[id_field]['type'].name}")
+        _, fields = user_fields(client, connection, collection, id_field, "milvus_vector_field", vector_field)
         vector = fields[vector_field]
         if vector["type"] != DataType.FLOAT_VECTOR:
             raise EngineError(f"milvus_vector_field {vector_field!r}: should be a FLOAT_VECTOR field, not {vector['type'].name}")
@@ -363,10 +386,7 @@ def open_collection(connection: Connection, collection: str, id_field: str, vect
         if metric not in METRICS:
             raise EngineError(f"milvus_vector_field {vector_field!r}: indexed with metric {metric!r}; the study compares "
                               f"by cosine, so it needs an index with metric {' or '.join(METRICS)}")
-        state = client.get_load_state(collection, timeout=connection.timeout_s)["state"]
-        if getattr(state, "name", str(state)) != "Loaded":
-            raise EngineError(f"milvus_collection {collection!r} is not loaded at {where}; the study never changes a "
-                              f"collection it does not own: load it yourself (MilvusClient.load_collection)")
+        require_loaded(client, connection, collection)
     except MilvusException as exc:
         raise connection.error(f"reading collection {collection!r}", exc, started) from None
     return MilvusIndex(client, connection, collection, id_field, vector_field, metric,

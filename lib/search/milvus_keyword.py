@@ -32,7 +32,8 @@ import numpy as np
 
 from ..errors import EngineError
 from .dense import Hit
-from .milvus_index import ANALYZER, BM25_INDEX, MAX_DEPTH, Connection, MilvusIndex, ReadOnlyClient
+from .milvus_index import (ANALYZER, BM25_INDEX, MAX_DEPTH, Connection, MilvusIndex, ReadOnlyClient, require_loaded,
+                           type_name, user_fields)
 
 WORD = re.compile(r"\w", re.UNICODE)  # a query with no word character has no term to search
 
@@ -136,10 +137,6 @@ def keyword_index(engine: MilvusIndex, doc_ids: Sequence[str]) -> MilvusKeywordI
                               position_field=engine.position_field)
 
 
-def _name(kind) -> str:
-    return getattr(kind, "name", str(kind))
-
-
 def open_keyword(connection: Connection, collection: str, id_field: str, sparse_field: str,
                  doc_ids: Sequence[str]) -> MilvusKeywordIndex:
     """Full-text search in a collection the user already has, read-only, its schema checked first: the collection
@@ -151,25 +148,14 @@ def open_keyword(connection: Connection, collection: str, id_field: str, sparse_
 
     client = ReadOnlyClient(connection.client())
     started = time.monotonic()
-    where = f"milvus_uri {connection.uri!r}"
     try:
-        if not client.has_collection(collection, timeout=connection.timeout_s):
-            raise EngineError(f"milvus_collection {collection!r}: no such collection at {where}")
-        described = client.describe_collection(collection, timeout=connection.timeout_s)
-        fields = {f["name"]: f for f in described["fields"]}
-        for setting, field in (("milvus_id_field", id_field), ("milvus_sparse_field", sparse_field)):
-            if field not in fields:
-                raise EngineError(f"{setting} {field!r}: collection {collection!r} has no such field "
-                                  f"(its fields: {', '.join(fields)})")
-        if fields[id_field]["type"] not in (DataType.VARCHAR, DataType.INT64):
-            raise EngineError(f"milvus_id_field {id_field!r}: a document id should be a VARCHAR or INT64 field, "
-                              f"not {_name(fields[id_field]['type'])}")
+        described, fields = user_fields(client, connection, collection, id_field, "milvus_sparse_field", sparse_field)
         kind = fields[sparse_field]["type"]
         if kind != DataType.SPARSE_FLOAT_VECTOR:
             raise EngineError(f"milvus_sparse_field {sparse_field!r}: should be the SPARSE_FLOAT_VECTOR field a BM25 "
-                              f"function fills from a text field, not {_name(kind)}")
+                              f"function fills from a text field, not {type_name(kind)}")
         function = next((f for f in described.get("functions") or []
-                         if _name(f.get("type")) == "BM25" and sparse_field in (f.get("output_field_names") or [])), None)
+                         if type_name(f.get("type")) == "BM25" and sparse_field in (f.get("output_field_names") or [])), None)
         if function is None:
             raise EngineError(f"milvus_sparse_field {sparse_field!r}: no BM25 function fills it, so it cannot be "
                               "searched with text; name the field a BM25 function fills from your text field, or "
@@ -181,10 +167,7 @@ def open_keyword(connection: Connection, collection: str, id_field: str, sparse_
         if index.get("metric_type") != "BM25":
             raise EngineError(f"milvus_sparse_field {sparse_field!r}: indexed with metric {index.get('metric_type')!r}; "
                               "full-text search needs an index with metric BM25")
-        state = client.get_load_state(collection, timeout=connection.timeout_s)["state"]
-        if _name(state) != "Loaded":
-            raise EngineError(f"milvus_collection {collection!r} is not loaded at {where}; the study never changes a "
-                              f"collection it does not own: load it yourself (MilvusClient.load_collection)")
+        require_loaded(client, connection, collection)
     except MilvusException as exc:
         raise connection.error(f"reading collection {collection!r}", exc, started) from None
     analyzer = (fields.get(text_field, {}).get("params") or {}).get("analyzer_params")
