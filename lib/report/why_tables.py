@@ -101,6 +101,20 @@ def records_root(profile) -> Path:
     return profile.own_dir / "llm_records" if profile.study_dir is not None else RECORDS_DIR
 
 
+_RECORDS: dict[tuple, list[dict]] = {}
+
+
+def saved_records(path: Path) -> list[dict]:
+    """A record file's records (a torn last line left out), read once per version of the file in a process:
+    page 12's two decoding tables read the same files."""
+    path = Path(path)
+    stat = path.stat() if path.exists() else None
+    key = (str(path), stat and stat.st_size, stat and stat.st_mtime_ns)
+    if key not in _RECORDS:
+        _RECORDS[key] = read_jsonl(path, torn_tail_ok=True)
+    return _RECORDS[key]
+
+
 # the record kinds each LLM design's replies are saved under (lib.designs: its requests' ``kind``)
 DESIGN_KINDS = {"agent": ("agent",), "agent_rerank": ("agent",), "multiquery": ("rewrite",), "loop": ("loop",),
                  "loop_question_first": ("loop_question_first",), "escalate": ("escalate", "agent")}
@@ -133,7 +147,7 @@ def run_decoding(results_root: Path, records_dirs: Sequence[Path] = (RECORDS_DIR
         if (folder, kind) not in index:
             found: dict[tuple[int, str], set[str]] = {}
             for root in records_dirs:
-                for rec in read_jsonl(Path(root) / folder / f"{kind}.jsonl", torn_tail_ok=True):
+                for rec in saved_records(Path(root) / folder / f"{kind}.jsonl"):
                     for q in _asked(rec):
                         found.setdefault((rec.get("run"), q), set()).add(decoding_of(rec))
             index[(folder, kind)] = found
@@ -167,7 +181,7 @@ def decoding_table(records_dir=RECORDS_DIR) -> pd.DataFrame:
     rows = []
     for folder in sorted(p for p in records_dir.iterdir() if p.is_dir()) if records_dir.exists() else []:
         for f in sorted(folder.glob("*.jsonl")):
-            for rec in read_jsonl(f, torn_tail_ok=True):
+            for rec in saved_records(f):
                 rows.append({"model": folder.name.split("__", 1)[-1], "kind": rec.get("kind", f.stem),
                              "run": rec.get("run"), "decoding": decoding_of(rec)})
     if not rows:
