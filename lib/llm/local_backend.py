@@ -3,6 +3,7 @@ its pinned model parts."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import time
 from dataclasses import dataclass
@@ -12,7 +13,6 @@ from typing import Any
 from ..paths import ROOT
 from .base import LLMError, LLMRequest, LLMResponse
 from .tools import assistant_turns, chat_messages, parse_json_call
-import importlib
 from .guided import GUIDED, guided_llama, start_guided
 from .speculative import LOOKUP_TOKENS, ReplyDraft, drafting_llama, start_call
 
@@ -198,7 +198,6 @@ class LocalBackend:
         if kind not in self._llms:
             from llama_cpp import Llama  # llama-cpp-python is optional (only the local model needs it)
 
-
             n_ctx = self.n_ctx_by_kind.get(kind, self.n_ctx)
             settings = dict(model_path=str(self.model_path), n_ctx=n_ctx, n_threads=self.n_threads,
                             n_threads_batch=self.n_threads, verbose=False, seed=0)
@@ -282,11 +281,10 @@ _FORMATTERS: dict[tuple, Any] = {}
 def _formatter(llm: Any):
     """The chat formatter ``create_chat_completion`` uses for this model (its GGUF chat template),
     made once per template."""
+    import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
     from llama_cpp import llama_chat_format  # llama-cpp-python is optional (only the local model needs it)
 
     template = llm.metadata["tokenizer.chat_template"]
-    import llama_cpp  # llama-cpp-python is optional (only the local model needs it)
-
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
     eos = llama_cpp.llama_vocab_get_text(vocab, llm.token_eos()).decode("utf-8")
     bos = llama_cpp.llama_vocab_get_text(vocab, llm.token_bos()).decode("utf-8")
