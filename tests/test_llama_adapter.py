@@ -88,3 +88,14 @@ def test_the_hook_builds_the_chain_through_make_sampler():
             return "chain"
 
     assert Probe()._init_sampler(temp=0.0, top_k=1) == "chain" and seen == {"temp": 0.0, "top_k": 1}
+
+
+def test_a_stand_in_without_llama_cpp_python_has_nothing_to_check(monkeypatch):
+    """The fast path's tests over a scripted stand-in run where llama-cpp-python is not installed (CI): the
+    check then passes a stand-in by, and asked about the library itself it fails as a missing import does."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if not installed
+    assert llama_adapter.check(object()) == ""
+    with pytest.raises(ImportError):
+        llama_adapter.check()

@@ -19,6 +19,7 @@ every drafting ``Llama`` runs it when made. Moving to a new llama-cpp-python: ch
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Callable
 
 from ..paths import ROOT
@@ -53,7 +54,10 @@ def _missing(what: str, member: str) -> LlamaCppChanged:
 
 def check(llm: Any | None = None) -> str:
     """Every member this module reaches is there (on ``llm`` too, when it is a ``Llama``, for the instance ones);
-    returns the installed version. Raises :class:`LlamaCppChanged` naming the first one missing."""
+    returns the installed version. Raises :class:`LlamaCppChanged` naming the first one missing. A stand-in
+    ``llm`` while llama-cpp-python is not loaded (tests without it) has nothing to check: "" is returned."""
+    if llm is not None and sys.modules.get("llama_cpp") is None:
+        return ""  # llama-cpp-python never loaded: ``llm`` cannot be its Llama
     import llama_cpp  # optional: only the local model needs llama-cpp-python
     from llama_cpp import llama as llama_module  # optional: only the local model needs llama-cpp-python
 
