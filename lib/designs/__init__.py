@@ -14,6 +14,7 @@ from .escalate import EscalateDesign
 from .hybrid import HybridDesign, HybridRerankDesign
 from .loop import LoopDesign, LoopQuestionFirstDesign
 from .multiquery import MultiQueryDesign
+from .query_strategies import DecomposeDesign, HydeDesign
 from .rerank import RerankDesign
 
 REGISTRY: dict[str, type] = {
@@ -28,6 +29,8 @@ REGISTRY: dict[str, type] = {
     "escalate": EscalateDesign,
     "loop": LoopDesign,
     "loop_question_first": LoopQuestionFirstDesign,
+    "decompose": DecomposeDesign,
+    "hyde": HydeDesign,
 }
 BASELINE = "dense"
 # designs that record what a scored design would have done, read by the evaluation and never scored or

@@ -159,12 +159,59 @@ search ::= "{\"match\": 0, \"decision\": \"search\", \"query\": \"" qchar{3,120}
 qchar ::= [^"\\\n]
 '''
 
+# ---------------------------------------------------------------- query strategies beyond the article
+# Sub-question decomposition (LlamaIndex's sub-question query engine; Self-Ask, Press et al. 2022;
+# least-to-most prompting, Zhou et al. 2022): the model splits the question into one search query per
+# part, up front; and HyDE (Gao et al. 2022): the model writes a short hypothetical abstract, which
+# dense search embeds beside the question. Neither is in the article; both prompts are written here.
+def decompose_system(c: Corpus = ARXIV) -> str:
+    return (f"You split {c.questions} into search queries for a collection of {c.description}. A question may ask "
+            f"about one thing or combine several parts that different {c.items} answer. Write one search query for "
+            "each part: one query for a single-part question, two or three for a question with two or three parts. "
+            "One per line, no numbering, nothing else.")
+
+
+DECOMPOSE_USER = "Question: {question}"
+DECOMPOSE_MAX_TOKENS = 160
+# local variant: two worked examples (a single-part question -> 1 line, a two-part one -> 2 lines), the
+# output constrained to 1-3 lines
+DECOMPOSE_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("Is there work on making small language models better at following multi-step instructions without "
+     "collecting new human annotations?",
+     "self-generated instruction data to improve multi-step instruction following of small language models"),
+    ("Which method prunes attention heads of vision transformers without retraining, and how do diffusion "
+     "models get evaluated for memorising their training images?",
+     "pruning attention heads of vision transformers without retraining\n"
+     "detecting memorisation of training images in diffusion models"),
+)
+DECOMPOSE_GRAMMAR = r'''root ::= line ("\n" line)? ("\n" line)?
+line ::= [^\n]{8,160}
+'''
+
+
+def hyde_system(c: Corpus = ARXIV) -> str:
+    return (f"You write the {c.text} of a {c.item} that would answer a question, for search over a collection of "
+            f"{c.description}. Write a short {c.text} (two or three sentences) as if that {c.item} existed: what it "
+            "does, how, and what it finds. One paragraph, nothing else.")
+
+
+HYDE_USER = "Question: {question}"
+HYDE_MAX_TOKENS = 120
+HYDE_EXAMPLE_Q = DECOMPOSE_EXAMPLES[0][0]
+HYDE_EXAMPLE_A = ("We show that small language models can learn to follow multi-step instructions from data they "
+                  "generate themselves. The model writes complex instructions and responses, filters them with its "
+                  "own consistency checks and is fine-tuned on the result, improving instruction-following benchmarks "
+                  "without any new human annotation.")
+HYDE_GRAMMAR = r'''root ::= [^\n]{40,900}
+'''
+
 PROMPT_DIFFERENCES = {
     "anthropic": ("The agent: the article's AGENT_SYSTEM word for word, max_tokens 150, the user turn holding the "
                   "question and every search so far in the article's layout. Multiquery: REWRITE_SYSTEM, written here "
                   "(the article prints no rewrite prompt). No examples, no grammar, no assistant prefill: every request "
                   "ends with a user turn. Tool-calling loop (not in the article): native tool use with the search and "
-                  "read tools, one call a turn, the answer in text ending with a 'Cited:' line."),
+                  "read tools, one call a turn, the answer in text ending with a 'Cited:' line. Sub-question decomposition "
+                  "and HyDE (not in the article): their prompts are written here, no examples, no grammar."),
     "local": ("Multiquery: one worked example (question -> 3 lines) before the question; output constrained by a "
               "grammar to exactly 3 lines of 8-120 characters. Agent: two worked examples (one stop, one search); "
               "the reply first gives the number of the matching title (0 = none), constrained by a grammar; the "
@@ -172,7 +219,10 @@ PROMPT_DIFFERENCES = {
               "the article): the tools spelled out as JSON calls in the system prompt, one worked example "
               "(search, read, answer; setting loop_prompt: none, or a second one that searches twice and cites "
               "two), one JSON call a turn under a grammar that lets it read or cite only papers its searches "
-              "showed, its answer a third call."),
+              "showed, its answer a third call. Sub-question decomposition and HyDE (not in the article): their "
+              "prompts are written here; locally decomposition gets two worked examples (a single-part and a "
+              "two-part question) and a grammar of 1-3 lines of 8-160 characters, HyDE one worked example and a "
+              "grammar of one paragraph."),
 }
 
 

@@ -35,7 +35,7 @@ METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
 # out its cells tagged needs-<part> (lib/report/render.py)
 LACKS = "agentic-rag-evidence/lacks"
 # the designs whose answers come from a language model (the charts tell them apart)
-LLM_DESIGNS = ("multiquery", "agent", "agent_rerank", "escalate", "loop", "loop_question_first")
+LLM_DESIGNS = ("multiquery", "agent", "agent_rerank", "escalate", "loop", "loop_question_first", "decompose", "hyde")
 
 
 def is_study(profile: Any) -> bool:

@@ -37,6 +37,10 @@ DESIGN_WORDS = {
             "papers it relies on",
     "loop_question_first": "the tool-calling loop with the question searched first by the code, its result the "
                            "model's first tool result",
+    "decompose": "sub-question decomposition: an LLM writes one query per part of the question (1-3); the question "
+                 "and the parts searched, fused by RRF",
+    "hyde": "HyDE: an LLM writes a hypothetical abstract; one dense search with the mean of its and the question's "
+            "vectors",
 }
 
 ARTICLE_DESIGNS = ("dense", "rerank", "multiquery", "agent")
@@ -53,7 +57,8 @@ def design_words(profile) -> dict[str, str]:
     return {**DESIGN_WORDS, "dense": f"embed the question, return the nearest {w.items} (the baseline)",
             "bm25": "keyword search (BM25) over title and text",
             "escalate": DESIGN_WORDS["escalate"].replace("chosen on dev", f"chosen on {DEV_SET}"),
-            "loop": DESIGN_WORDS["loop"].replace("papers", w.items)}
+            "loop": DESIGN_WORDS["loop"].replace("papers", w.items),
+            "hyde": DESIGN_WORDS["hyde"].replace("abstract", w.item)}
 
 VERDICT_WORDS = {"better": "measurably better than", "worse": "measurably worse than",
                  "same": "not measurably different from", "mixed": "better on one measure and worse on the other than"}

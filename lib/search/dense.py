@@ -157,3 +157,9 @@ class DenseSearcher:
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         return [self.index.search_vector(v, k) for v in self.query_vectors(list(queries))]
+
+    def search_mean(self, texts: Sequence[str], k: int) -> list[Hit]:
+        """One search with the mean of the texts' vectors (HyDE's query vector, Gao et al. 2022: the
+        question's and the hypothetical documents' embeddings averaged; inner product, so the mean's
+        length does not change the order)."""
+        return self.index.search_vector(self.query_vectors(list(texts)).mean(axis=0), k)

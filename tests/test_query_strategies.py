@@ -1,0 +1,109 @@
+"""Sub-question decomposition and HyDE (lib/designs/query_strategies.py) over scripted models."""
+import numpy as np
+import pytest
+
+from lib.designs import REGISTRY, Question, design_class
+from lib.designs.query_strategies import DecomposeDesign, HydeDesign
+from lib.llm import LLMResponse, prompts
+from lib.llm.base import MAX_TOKENS, REFUSAL
+from lib.search.dense import DenseIndex, DenseSearcher
+from lib.search.fusion import rrf
+from tests.fakes import ListSearcher, ScriptedLLM
+
+Q = Question("q1", "Which method prunes heads without retraining, and how is memorisation measured?", "b")
+
+
+class StopLLM(ScriptedLLM):
+    """A scripted model whose replies end with a given stop reason."""
+
+    def __init__(self, replies, stop):
+        super().__init__(replies)
+        self.stop = stop
+
+    def complete(self, request):
+        r = super().complete(request)
+        return LLMResponse(text=r.text, tokens_in=1, tokens_out=1, latency_s=0.1, cost_usd=0.0, model=r.model,
+                           backend=r.backend, stop_reason=self.stop)
+
+
+def test_both_are_registered_llm_designs():
+    assert design_class("decompose") is DecomposeDesign and design_class("hyde") is HydeDesign
+    assert REGISTRY["decompose"].uses_llm and REGISTRY["hyde"].uses_llm
+
+
+def test_decompose_searches_the_question_and_each_part_and_fuses():
+    llm = ScriptedLLM(["pruning heads without retraining\n- measuring memorisation\n" + Q.text])
+    s = ListSearcher({Q.text: ["a", "b"], "pruning heads without retraining": ["c", "b"],
+                      "measuring memorisation": ["d", "c"]})
+    r = DecomposeDesign(s, llm, "anthropic").retrieve(Q, run=2)
+    assert r.queries == [Q.text, "pruning heads without retraining", "measuring memorisation"]
+    assert r.searches == 3 and r.details == {"parts": 2} and r.stop_reason == ""
+    lists = [["a", "b"], ["c", "b"], ["d", "c"]]
+    assert r.ranked_ids == [d for d, _ in rrf(lists, 60)] == ["c", "b", "a", "d"]  # c: 1/61 + 1/62 > b: 2/62
+    req = llm.requests[0]
+    assert req.kind == "decompose" and req.run == 2 and req.grammar is None
+    assert req.messages == (("user", f"Question: {Q.text}"),)
+
+
+def test_decompose_local_style_has_examples_and_grammar():
+    llm = ScriptedLLM(["one part only"])
+    r = DecomposeDesign(ListSearcher({}), llm, "local").retrieve(Q)
+    req = llm.requests[0]
+    assert req.grammar == prompts.DECOMPOSE_GRAMMAR and len(req.messages) == 5
+    assert req.messages[3] == ("assistant", prompts.DECOMPOSE_EXAMPLES[1][1])
+    assert r.queries == [Q.text, "one part only"] and r.details == {"parts": 1}
+
+
+@pytest.mark.parametrize("stop, expect, reason", [
+    (REFUSAL, [Q.text], "refusal; no usable part: the question alone"),
+    (MAX_TOKENS, [Q.text, "complete first part"], "max_tokens"),
+])
+def test_decompose_incomplete_replies(stop, expect, reason):
+    llm = StopLLM(["complete first part\ncut second pa"], stop)
+    r = DecomposeDesign(ListSearcher({}), llm, "anthropic").retrieve(Q)
+    assert r.queries == expect and r.stop_reason == reason
+
+
+class CharEmbedder:
+    """Each text's vector: letter counts of a, b, c (normalised), so the mean of two texts is known."""
+
+    def encode_raw(self, texts):
+        v = np.array([[t.count("a"), t.count("b"), t.count("c")] for t in texts], dtype=np.float32) + 1e-3
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _searcher():
+    vecs = np.eye(3, dtype=np.float32)
+    vecs = np.vstack([vecs, np.array([[0.7071, 0.7071, 0]], dtype=np.float32)])
+    return DenseSearcher(DenseIndex(["pa", "pb", "pc", "pab"], vecs), CharEmbedder())
+
+
+def test_hyde_searches_the_mean_of_question_and_passage():
+    question = Question("q2", "aaaa", "pab")
+    passage = "bbbb, a hypothetical abstract"
+    llm = ScriptedLLM([passage + "\n"])
+    s = _searcher()
+    r = HydeDesign(s, llm, "anthropic").retrieve(question)
+    # the question alone ranks pa first; the mean of its vector and the passage's ranks pab first
+    assert [h.id for h in s.search(question.text, 4)][0] == "pa"
+    assert r.ranked_ids[0] == "pab" and r.searches == 1
+    assert r.queries == [question.text, passage] and r.stop_reason == ""
+    assert llm.requests[0].kind == "hyde" and llm.requests[0].grammar is None
+
+
+def test_hyde_local_style_and_a_refused_reply_searches_the_question_alone():
+    question = Question("q2", "aaaa", "pab")
+    llm = StopLLM(["bbbbbbbb"], REFUSAL)
+    r = HydeDesign(_searcher(), llm, "local").retrieve(question)
+    assert llm.requests[0].grammar == prompts.HYDE_GRAMMAR and len(llm.requests[0].messages) == 3
+    assert r.queries == [question.text] and r.ranked_ids[0] == "pa"
+    assert r.stop_reason == "refusal; no usable passage: the question alone"
+
+
+def test_prompts_in_a_studys_words():
+    c = prompts.corpus_of("maintenance reports of wind turbines")
+    assert "paper" not in prompts.hyde_system(c) and "wind turbines" in prompts.hyde_system(c)
+    assert "paper" not in prompts.decompose_system(c)
+    llm = ScriptedLLM(["x" * 50])
+    HydeDesign(_searcher(), llm, "local", corpus=c).retrieve(Q)
+    assert all("paper" not in str(m) for m in llm.requests[0].messages)
