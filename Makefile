@@ -1,6 +1,10 @@
 # agentic-rag-evidence — `make report` renders the report, `make test` runs the tests.
 # Both set up .venv from the pinned requirements first (Python 3.11 and pip are all you need).
 SHELL := /bin/bash
+# every variable typed on make's command line (NAME='$(shell ...)', any name) is text: make would expand it where it
+# is used and where it exports it to a recipe's environment, running what it holds; each is made a simple variable
+# holding what was typed, exported as typed (the targets below pass them on as $(value ...) all the same)
+$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,14 +18,14 @@ PARAMS ?=
 # EXTEND=1: the one switch that lets a notebook add new results to the shipped study (results/, data/llm_records/);
 # without it a run that would add to them is refused, and a run number beyond n_runs gets its own folder
 export PYTHONPATH := $(CURDIR)
-export HF_HUB_OFFLINE := $(if $(filter article,$(PROFILE)),0,1)
+export HF_HUB_OFFLINE := $(if $(filter article,$(value PROFILE)),0,1)
 export TOKENIZERS_PARALLELISM := false
 # the rendered pages carry no progress bars: other libraries' bars (written to the page) are off; the
 # project's own (lib/progress.py: embedding, BM25, HNSW, each design's run) go to the terminal only
 export TQDM_DISABLE := 1
 # OpenMP threads (torch's and llama.cpp's) sleep rather than spin between computations: on shared cores a
 # spinning thread took the core from the one it waited for (lib/llm/local_backend.py passive_omp_threads)
-export OMP_WAIT_POLICY := $(or $(OMP_WAIT_POLICY),PASSIVE)
+export OMP_WAIT_POLICY := $(or $(value OMP_WAIT_POLICY),PASSIVE)
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
