@@ -1,7 +1,10 @@
 """The project's own errors: each names the file, row and field (or the setting) that is wrong."""
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from typing import Iterator, TextIO
 
 
 class DataError(ValueError):
@@ -32,3 +35,31 @@ def redacted(text: object) -> str:
     hold a server address (an unreachable server, a settings table, a failed page) passes through it."""
     text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", str(text))
     return _URL_SECRET_PARAM.sub(lambda m: f"{m.group(1)}***", text)
+
+
+class RedactedStream:
+    """A text stream (the terminal's stdout or stderr) whose every write passes through :func:`redacted`; all else
+    (``flush``, ``fileno``, ``isatty``, ...) is the stream's own."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redacted(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def redacted_output() -> Iterator[None]:
+    """The one choke point of a command's words: while inside, everything written to ``sys.stdout`` and
+    ``sys.stderr`` (its errors, the lines naming pages not run, a traceback, a library's log) passes through
+    :func:`redacted`; every script's ``main`` runs inside it (:func:`lib.progress.interruptible`)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (s if isinstance(s, RedactedStream) else RedactedStream(s) for s in saved)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

@@ -23,7 +23,10 @@ import contextlib
 import io
 import os
 import sys
+import traceback
 from typing import Any, Iterable, Iterator, TextIO
+
+from .errors import redacted_output
 
 _STREAM: dict[str, TextIO | None] = {}
 
@@ -125,9 +128,15 @@ INTERRUPTED_LINE = "interrupted (Ctrl-C): what was saved so far is kept; the sam
 
 def interruptible(main, argv) -> int:
     """``main(argv)``'s exit status; Ctrl-C ends it with one line on stderr instead of a traceback (what was
-    saved so far stays saved: runs and records are written as they are computed) and status 130."""
-    try:
-        return main(argv)
-    except KeyboardInterrupt:
-        print(f"\n{INTERRUPTED_LINE}", file=sys.stderr, flush=True)
-        return INTERRUPTED
+    saved so far stays saved: runs and records are written as they are computed) and status 130. All it
+    prints, an unexpected error's traceback included (status 1, as Python's), passes through the one
+    redaction of a server's password (:func:`lib.errors.redacted_output`)."""
+    with redacted_output():
+        try:
+            return main(argv)
+        except KeyboardInterrupt:
+            print(f"\n{INTERRUPTED_LINE}", file=sys.stderr, flush=True)
+            return INTERRUPTED
+        except Exception:
+            traceback.print_exc()
+            return 1

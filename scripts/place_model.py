@@ -100,4 +100,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from lib.progress import interruptible
+
+    sys.exit(interruptible(main, sys.argv[1:]))  # what it prints passes through the one redaction

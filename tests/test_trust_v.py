@@ -20,3 +20,134 @@ def test_a_make_variable_holding_shell_is_never_run(tmp_path, variable):
     assert done.returncode != 0 and not marker.exists(), done.stderr
     if variable in ("NB", "PROFILE"):  # refused by name, shown as typed
         assert f"{variable}" in done.stderr and value in done.stderr
+
+
+# ------------------------------------------------------------------- passwords in a server's address
+SECRET = "hunter2"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(script: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    import os
+    import sys
+
+    return subprocess.run([sys.executable, f"scripts/{script}", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+
+def test_the_runner_names_an_unreachable_server_without_its_password():
+    """Probe 2: `OPENAI_BASE_URL='http://user:PW@...' make notebook NB=05` printed PW in its "cannot be reached" error."""
+    url = f"http://bob:{SECRET}@127.0.0.1:{_closed_port()}/v1"
+    done = _run("run_notebooks.py", "--from-env", RUN_NB="05", RUN_PROFILE="offline",
+                RUN_PARAMS="-p llm_backend openai -p llm_model m", OPENAI_BASE_URL=url)
+    assert done.returncode == 2 and "cannot be reached" in done.stderr
+    assert SECRET not in done.stdout + done.stderr and "bob:***@127.0.0.1" in done.stderr
+
+
+def test_a_study_names_the_pages_it_leaves_out_without_the_password(tmp_path):
+    """Probe 2: `make study ... SET='... openai_base_url=http://u:PW@...'` printed PW in its `not run:` line."""
+    import shutil
+
+    from lib.config import STUDIES_DIR
+
+    pytest.importorskip("papermill")
+    name = "test-trust-v-password"
+    shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+    url = f"http://bob:{SECRET}@127.0.0.1:{_closed_port()}/v1"
+    try:
+        made = _run("new_study.py", "--name", name, "--docs", "tests/data/userdocs/beir", "--set", "llm_backend=openai",
+                    "--set", "llm_model=m", "--set", f"openai_base_url={url}")
+        assert made.returncode == 0, made.stderr
+        (tmp_path / "notebooks").mkdir()  # no notebook to execute: the run stops after naming the pages left out
+        done = _run("run_notebooks.py", "--from-env", RUN_PROFILE=name, RUN_NOTEBOOK_NAMES="01_collection 05_multiquery",
+                    RUN_NOTEBOOK_DIR=str(tmp_path / "notebooks"), RUN_FAILED_ROOT=str(tmp_path / "failed"))
+        said = made.stdout + made.stderr + done.stdout + done.stderr
+        assert "not run: 05_multiquery" in done.stderr and "bob:***@127.0.0.1" in done.stderr
+        assert SECRET not in said
+    finally:
+        shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+
+
+def _raises(error):
+    def main(argv):
+        raise error
+    return main
+
+
+def _message_producers(url: str):
+    """Every kind of message that can hold a server's address, each as a script's ``main`` producing it:
+    (what it is, main)."""
+    from lib.config import load_profile
+    from lib.errors import EngineError
+    from lib.preflight import pages_to_run, preflight
+    from lib.report.index_numbers import notebook_designs
+
+    def said_error(make):
+        def main(argv):
+            try:
+                make()
+            except Exception as exc:  # as every script prints its errors
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            return 0
+        return main
+
+    import sys
+
+    profile = load_profile("offline", llm_backend="openai", llm_model="m", openai_base_url=url)
+
+    def left_out(argv):
+        print(pages_to_run(profile, ["03_dense", "05_multiquery"], notebook_designs())[1], file=sys.stderr)
+        return 0
+
+    def llm():
+        from lib.llm.base import LLMRequest
+        from lib.llm.openai_backend import OpenAIBackend
+
+        OpenAIBackend("m", base_url=url, max_retries=0, timeout_s=5).complete(LLMRequest("agent", "s", (("user", "q"),), 8))
+
+    def engine():
+        pytest.importorskip("pymilvus")
+        from lib.search.milvus_index import Connection
+
+        Connection(url.removesuffix("/v1"), timeout_s=2).client()
+
+    yield "an unreachable server (preflight)", said_error(lambda: preflight(profile))
+    yield "the pages left out", left_out
+    yield "the LLM backend's error", said_error(llm)
+    yield "an unreachable engine", said_error(engine)
+    yield "a settings error", said_error(lambda: load_profile("offline", openai_base_url=url, milvus_timeout_s="x"))
+    yield "an unexpected error's traceback", _raises(RuntimeError(f"failed at {url}"))
+    yield "a line printed to stdout", lambda argv: print(f"server: {url}") or 0
+    yield "an error raised as an EngineError", _raises(EngineError(f"milvus_uri {url!r}: no answer"))
+
+
+def test_every_message_that_can_hold_a_servers_address_passes_through_one_redaction(capsys):
+    """Issue 57: every path that prints a message passes through one choke point (lib.errors.redacted_output,
+    entered by lib.progress.interruptible, which every command's main runs in): none shows the password."""
+    from lib.progress import interruptible
+
+    url = f"http://bob:{SECRET}@127.0.0.1:{_closed_port()}/v1"
+    for what, main in _message_producers(url):
+        capsys.readouterr()
+        interruptible(main, [])
+        out = capsys.readouterr()
+        said = out.out + out.err
+        assert "127.0.0.1" in said and SECRET not in said, (what, said)
+        assert "bob:***@127.0.0.1" in said, (what, said)
+
+
+def test_every_command_that_reads_a_profile_runs_through_the_redaction():
+    """The commands a user runs with a server's address (their Makefile targets, and the settings check) run
+    their main inside :func:`lib.progress.interruptible`, the one redaction of what they print."""
+    for script in ("run_notebooks", "new_study", "build_report", "check_settings", "place_model", "select_loop"):
+        text = (ROOT / "scripts" / f"{script}.py").read_text(encoding="utf-8")
+        main_block = text[text.index('if __name__ == "__main__":'):]
+        assert "interruptible(main" in main_block, script
