@@ -1,4 +1,10 @@
-"""Small scripted stand-ins used by the tests (a searcher over fixed lists, a scripted LLM)."""
+"""Small scripted stand-ins used by the tests (a searcher over fixed lists, a scripted LLM), and ranx asked
+in a process of its own."""
+import json
+import os
+import subprocess
+import sys
+
 from lib.search.dense import Hit
 from lib.llm import LLMResponse
 
@@ -99,3 +105,13 @@ class Spy:
     def complete(self, request):
         self.requests.append(request)
         return self.inner.complete(request)
+
+
+def ranx_says(code: str) -> object:
+    """What ``code`` (which imports ranx and prints one JSON value) prints, run in its own process with
+    numba's compiler off (NUMBA_DISABLE_JIT): ranx's own functions, interpreted, without the minute a
+    fresh venv spends compiling them on first use."""
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,7 +1,4 @@
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -12,7 +9,7 @@ from lib.designs.multiquery import MultiQueryDesign, parse_rewrites
 from lib.runs import read_results, run_design, run_designs, write_trec
 from lib.search.fusion import rrf
 from lib.llm import LLMRequest, RecordedLLM, RecordStore, ReplayMiss, prompts
-from tests.fakes import ListSearcher, ScriptedLLM
+from tests.fakes import ListSearcher, ScriptedLLM, ranx_says
 
 TITLES = {i: f"Title {i}" for i in ["a", "b", "c", "d", "e", "f", "g", "h", "x1", "x2", "x3", "x4", "x5", "x6"]}
 Q = Question("q001", "how do agents search?", "c")
@@ -119,16 +116,6 @@ def test_rrf_hand_computed():
     assert [d for d, _ in rrf([["y"], ["x"]])] == ["y", "x"]
     assert [d for d, _ in rrf([["z", "a"], ["a", "z"]])] == ["z", "a"]
     assert [d for d, _ in rrf([["b"], ["c", "a"], ["a", "c"]])] == ["c", "a", "b"]
-
-
-def ranx_says(code: str) -> object:
-    """What ``code`` (which imports ranx and prints one JSON value) prints, run in its own process with
-    numba's compiler off (NUMBA_DISABLE_JIT): ranx's own functions, interpreted, without the minute a
-    fresh venv spends compiling them on first use."""
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 RRF_LISTS = [["a", "b", "c", "d"], ["c", "a", "e"], ["e", "d", "b", "a", "f"]]
