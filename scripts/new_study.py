@@ -7,7 +7,8 @@ Usage: python scripts/new_study.py --docs PATH [--questions PATH] [--qrels PATH]
        [--metadata a,b] [--format jsonl|csv|parquet|beir] [--set KEY=VALUE ...]
 
 --docs: JSON-lines, CSV or Parquet (one document a row) or a BEIR folder (corpus.jsonl, queries.jsonl,
-qrels/<split>.tsv: its questions and judgements come with it). Without --questions (and not BEIR),
+qrels/<split>.tsv: its questions and judgements come with it; --questions replaces its queries.jsonl and --qrels
+its qrels/<split>.tsv, and the files read are printed). Without --questions (and not BEIR),
 the question writer and reviewer write questions for a seeded draw of your documents.
 --set: any other setting (e.g. --set llm_backend=openai --set llm_model=my-model --set n_runs=3).
 A study that exists is kept when its settings are the same, so the command resumes; a study whose
@@ -173,6 +174,11 @@ def main(argv: list[str]) -> int:
         raise
     print(name)
     print(f"study {name!r}: {shown(path)}", file=sys.stderr)
+    if settings["documents_format"] == "beir" and (args.questions or args.qrels):  # the files read, not the folder's
+        split = settings.get("beir_split", "test")
+        print(f"study {name!r}: the BEIR folder's questions are read from "
+              f"{settings['user_questions_path'] or settings['documents_path'] + '/queries.jsonl'}, its judgements from "
+              f"{settings['qrels_path'] or settings['documents_path'] + f'/qrels/{split}.tsv'}", file=sys.stderr)
     return 0
 
 

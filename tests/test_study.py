@@ -221,6 +221,40 @@ def test_a_beir_study_counts_and_names_the_queries_without_judgements(study_name
     assert capsys.readouterr().out == said
 
 
+def test_a_beir_folder_reads_the_questions_and_judgements_given_instead_of_its_own(tmp_path, study_name):
+    """Issue 57: `make study DOCS=<a BEIR folder> QUESTIONS=q.csv QRELS=r.tsv` scored the folder's own queries and
+    judgements, silently; each file given replaces the folder's, and the command says which files it reads."""
+    beir = ROOT / "tests" / "data" / "userdocs" / "beir"
+    qs, qrels = tmp_path / "q.csv", tmp_path / "r.tsv"
+    qs.write_text("qid,question\nmine1,what warms the reef\nmine2,how fast does kelp grow\n", encoding="utf-8")
+    qrels.write_text("mine1 0 d2 1\nmine2 0 d4 2\n", encoding="utf-8")
+    done = new_study(study_name, "--docs", str(beir), "--questions", str(qs), "--qrels", str(qrels))
+    assert done.returncode == 0, done.stderr
+    assert f"questions are read from {qs}, its judgements from {qrels}" in done.stderr
+    profile = load_profile(study_name)
+    assert (profile.user_questions_path, profile.qrels_path) == (str(qs), str(qrels))  # in the study's settings
+    rows, manifest = import_study(profile)
+    assert manifest["files"]["questions"] == str(qs) and manifest["files"]["judgements"] == str(qrels)
+    assert [(q.qid, judgements(q.source_id)) for q in pipeline.question_set(profile, rows)] == [
+        ("mine1", {"d2": 1}), ("mine2", {"d4": 2})]
+    # QRELS alone: the folder's queries, judged by the file given
+    shutil.rmtree(STUDIES_DIR / study_name)
+    qrels.write_text("q2 0 d4 1\nq4 0 d2 1\n", encoding="utf-8")
+    done = new_study(study_name, "--docs", str(beir), "--qrels", str(qrels))
+    assert f"questions are read from {beir.relative_to(ROOT)}/queries.jsonl, its judgements from {qrels}" in done.stderr
+    rows, manifest = import_study(load_profile(study_name))
+    assert manifest["files"]["judgements"] == str(qrels) and manifest["questions"] == 2
+    assert [q.qid for q in pipeline.question_set(load_profile(study_name), rows)] == ["q2", "q4"]
+    # QUESTIONS alone: the file's questions, judged by the folder's split
+    shutil.rmtree(STUDIES_DIR / study_name)
+    qs.write_text("qid,question\nq1,coral heat\nq3,acid shells\n", encoding="utf-8")
+    assert new_study(study_name, "--docs", str(beir), "--questions", str(qs)).returncode == 0
+    rows, manifest = import_study(load_profile(study_name))
+    assert manifest["files"]["questions"] == str(qs) and manifest["files"]["judgements"].endswith("qrels/test.tsv")
+    assert [(q.qid, q.text) for q in pipeline.question_set(load_profile(study_name), rows)] == [
+        ("q1", "coral heat"), ("q3", "acid shells")]
+
+
 def test_a_changed_document_file_recomputes_and_keeps_the_old_results_aside(tmp_path, study_name, capsys):
     docs, qs, qrels = write_tiny(tmp_path)
     assert new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--qrels", str(qrels),

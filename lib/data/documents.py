@@ -504,19 +504,20 @@ def attach_qrels(questions: Sequence[Mapping], qrels: Mapping[str, Mapping[str, 
     return out
 
 
-def read_beir(folder: str | Path, split: str = "test", metadata: Sequence[str] | None = None
-              ) -> tuple[list[dict], list[dict], dict[str, dict[str, int]], list[str]]:
+def read_beir(folder: str | Path, split: str = "test", metadata: Sequence[str] | None = None,
+              qrels_path: str | Path | None = None) -> tuple[list[dict], list[dict], dict[str, dict[str, int]], list[str]]:
     """A BEIR folder: its documents (:func:`read_documents`), the questions of one qrels split, that
     split's judgements, and the ids of the queries the split does not judge. As BEIR's loader does,
     only the queries the split judges are questions (in queries.jsonl's order); a question with no
     judgement above 0 is kept with no relevant document (``relevant`` empty: a study leaves it out
     and counts it). The queries the split leaves without any judgement are not dropped silently:
-    their ids are returned (a study counts and names them: :func:`lib.data.study.import_study`)."""
+    their ids are returned (a study counts and names them: :func:`lib.data.study.import_study`).
+    ``qrels_path``: judgements from that file (TREC or BEIR tsv) instead of the folder's split."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: no such BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)")
     documents = read_documents(folder, "beir", metadata=metadata)
-    qrels_path = folder / "qrels" / f"{split}.tsv"
+    qrels_path = Path(qrels_path) if qrels_path is not None else folder / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
         have = sorted(p.stem for p in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
         raise DataError(f"{qrels_path}: no such qrels split {split!r}; the folder has {have or 'no qrels/*.tsv'}")

@@ -96,27 +96,34 @@ def read_user_data(profile: Profile) -> tuple[list[dict], list[dict] | None, dic
     fmt = profile.documents_format or ("beir" if path.is_dir() else None)
     files = {"documents": shown_path(path)}
     questions, read = None, {}
-    if fmt == "beir":  # its questions and judgements come with it (each question's relevant documents)
+    # a BEIR folder's questions and judgements come with it, each unless a file of the user's replaces it
+    # (user_questions_path: the questions; qrels_path: the judgements), as for any documents file
+    beir_qrels = profile.path("qrels_path") if profile.qrels_path else path / "qrels" / f"{profile.beir_split}.tsv"
+    if fmt == "beir" and not profile.user_questions_path:
         rows, questions, _, unjudged = docs.read_beir(path, split=profile.beir_split,
-                                                      metadata=profile.document_metadata or None)
+                                                      metadata=profile.document_metadata or None, qrels_path=beir_qrels)
         files["questions"] = shown_path(path / "queries.jsonl")
-        files["judgements"] = shown_path(path / "qrels" / f"{profile.beir_split}.tsv")
+        files["judgements"] = shown_path(beir_qrels)
         read = {"queries_unjudged": len(unjudged), "queries_unjudged_ids": unjudged[:50]}
+    elif fmt == "beir":
+        rows = docs.read_documents(path, "beir", metadata=profile.document_metadata or None)
     else:
         rows = docs.read_documents(path, fmt=fmt, fields=profile.document_fields or None,
                                    metadata=profile.document_metadata or None)
     if profile.questions_source != "user":  # a model writes the questions
         return rows, None, files, {}
-    if fmt != "beir":
+    if questions is None:
         if not profile.user_questions_path:
             raise DataError(f"{shown_path(profile_file(profile.name))}: questions_source 'user' needs user_questions_path")
         qpath = profile.path("user_questions_path")
         ids = {r["id"] for r in rows}
         questions = docs.read_user_questions(qpath, fields=profile.question_fields or None, known_doc_ids=ids)
         files["questions"] = shown_path(qpath)
-        if profile.qrels_path:
-            qpath = profile.path("qrels_path")
-            qrels = docs.read_qrels(qpath, {q["qid"] for q in questions}, ids)
+        if profile.qrels_path or fmt == "beir":
+            qpath = beir_qrels if fmt == "beir" else profile.path("qrels_path")
+            # the folder's own split judges its own queries too: only those of the questions given are read
+            own_split = fmt == "beir" and not profile.qrels_path
+            qrels = docs.read_qrels(qpath, None if own_split else {q["qid"] for q in questions}, ids)
             files["judgements"] = shown_path(qpath)
             questions = docs.attach_qrels(questions, qrels, qpath, require_relevant=False)
     return rows, questions, files, read
