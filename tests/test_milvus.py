@@ -4,6 +4,7 @@ The engine ranks as the in-process exact search, chunk for chunk and with filter
 read; every fault is an error naming its setting; a run stopped by the engine going down resumes."""
 import contextlib
 import hashlib
+import os
 import socket
 import subprocess
 import sys
@@ -224,9 +225,54 @@ def test_a_users_collection_that_does_not_fit_is_named(tmp_path):
         mi.open_collection(c, "papers", "doc_id", "emb", dim=8)
     with pytest.raises(EngineError, match="dimension 8, but the query embedder .embedder. gives 384"):
         mi.open_collection(c, "papers", "pid", "emb", dim=384)
+    # a Milvus Lite file is open in this process alone: released, it is loaded again by the study
     owner.release_collection("papers")
-    with pytest.raises(EngineError, match="not loaded"):
-        mi.open_collection(c, "papers", "pid", "emb", dim=8)
+    assert mi.open_collection(c, "papers", "pid", "emb", dim=8).search_vector(vecs[0], 1)[0].id == "p0"
+    # a collection in a server is the user's to load: the study never loads it
+    server = Server(tmp_path / "server").start()
+    try:
+        user_collection(server.uri, vecs, ids).release_collection("papers")
+        with pytest.raises(EngineError, match="not loaded"):
+            mi.open_collection(mi.Connection(server.uri), "papers", "pid", "emb", dim=8)
+    finally:
+        server.stop()
+
+
+def test_a_users_milvus_lite_file_is_loaded_by_the_study_and_left_unchanged(real, tmp_path):
+    """Issue 57: a user's Milvus Lite file (milvus_uri a .db path), written by another process, was found not
+    loaded and the study asked the user to load it (impossible for a file only one process opens); another
+    process holding it gave "Open local milvus failed" under a logged traceback. The study loads it (loading
+    changes none of its rows, schema or files) and searches it read-only; a file another process has open is
+    one line."""
+    ids, vecs, queries = real
+    ids, vecs = ids[:300], vecs[:300]
+    uri = tmp_path / "user.db"
+    np.save(tmp_path / "vecs.npy", vecs)
+    made = subprocess.run([sys.executable, "-c", (
+        "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); from test_milvus import user_collection; "
+        "user_collection(sys.argv[2], np.load(sys.argv[3]), sys.argv[4].split(',')).close()"),
+        str(Path(__file__).parent), str(uri), str(tmp_path / "vecs.npy"), ",".join(ids)],
+        cwd=ROOT, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-2000:]
+    files = folder_digest(uri)
+    engine = mi.open_collection(mi.Connection(str(uri)), "papers", "pid", "emb", dim=vecs.shape[1], known_ids=set(ids))
+    exact = DenseIndex(ids, vecs)
+    for q in queries[:10]:
+        same_hits(exact.search_vector(q, 10), engine.search_vector(q, 10))
+    rows = engine.client.query("papers", filter="", limit=1000, output_fields=["pid", "body", "emb"])
+    assert sorted((r["pid"], r["body"]) for r in rows) == sorted((i, f"text of {i}") for i in ids)
+    fields = {f["name"]: f["type"].name for f in engine.client.describe_collection("papers")["fields"]}
+    assert fields == {"pid": "VARCHAR", "body": "VARCHAR", "emb": "FLOAT_VECTOR"}
+    assert folder_digest(uri) == files  # loading wrote nothing
+    # this process now has the file open: another process is told so in one line
+    other = subprocess.run([sys.executable, "-c", (
+        "import sys\nfrom lib.search import milvus_index as mi\nfrom lib.errors import EngineError\n"
+        "try:\n    mi.Connection(sys.argv[1]).client()\nexcept EngineError as exc:\n    print(exc)\n"),
+        str(uri)], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    said = (other.stdout + other.stderr).strip()
+    assert said.startswith(f"milvus_uri '{uri}': another process has this Milvus Lite file open"), said
+    assert "\n" not in said and "Traceback" not in said
+    assert folder_digest(uri) == files
 
 
 def free_port() -> int:

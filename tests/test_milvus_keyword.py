@@ -309,12 +309,10 @@ def test_a_users_bm25_field_that_does_not_fit_is_named(papers, theirs):
         mk.open_keyword(c, "papers", "doc_id", "words", ids)
     with pytest.raises(EngineError, match="milvus_id_field 'emb': a document id should be a VARCHAR or INT64"):
         mk.open_keyword(c, "papers", "emb", "words", ids)
+    # a Milvus Lite file is open in this process alone: released, it is loaded again by the study (a collection in
+    # a server is the user's to load: tests/test_milvus.py)
     owner.release_collection("papers")
-    try:
-        with pytest.raises(EngineError, match="not loaded"):
-            mk.open_keyword(c, "papers", "pid", "words", ids)
-    finally:
-        owner.load_collection("papers")
+    assert mk.open_keyword(c, "papers", "pid", "words", ids).search(rare_words(papers, 3), 1)[0].id == papers[3]["id"]
     # a BM25 field names a field of the user's collection; the study's own collection has its own
     with pytest.raises(ProfileError, match="milvus_sparse_field"):
         load_profile("offline", retriever="milvus", milvus_sparse_field="words")

@@ -25,8 +25,11 @@ setting; a run's results are appended question by question, so a run stopped tha
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,19 +78,31 @@ class Connection:
     token_env: str = "MILVUS_TOKEN"
     timeout_s: float = 30.0
 
+    @property
+    def lite(self) -> bool:
+        """Whether the engine is a Milvus Lite file (a folder ending in .db), opened in this process."""
+        return self.uri.endswith(".db")
+
     def client(self):
-        """A connected pymilvus client; an unreachable engine is an :class:`EngineError` naming the URI."""
+        """A connected pymilvus client; an unreachable engine is an :class:`EngineError` naming the URI, and a
+        Milvus Lite file another process has open (one process opens such a file at a time) one line saying so."""
         from pymilvus import MilvusClient  # pymilvus is optional (only the Milvus backend needs it)
         from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
-        if self.uri.endswith(".db"):
+        if self.lite:
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         for attempt in range(2):  # a channel closed while idle is opened again once
             try:
-                return MilvusClient(uri=self.uri, token=os.environ.get(self.token_env, ""), timeout=self.timeout_s,
-                                    grpc_options=GRPC_OPTIONS)
+                with quiet_lite():
+                    return MilvusClient(uri=self.uri, token=os.environ.get(self.token_env, ""),
+                                        timeout=self.timeout_s, grpc_options=GRPC_OPTIONS)
             except MilvusException as exc:
+                if self.lite and held_elsewhere(Path(self.uri)):
+                    raise EngineError(f"milvus_uri {self.uri!r}: another process has this Milvus Lite file open, and "
+                                      "only one process at a time can; stop that process, or serve the file "
+                                      f"(python -m milvus_lite server --data-dir {self.uri}) and set milvus_uri to "
+                                      "its address") from None
                 if attempt or time.monotonic() - started >= 0.9 * self.timeout_s:
                     raise self.error("cannot connect", exc, started) from None
                 time.sleep(1.0)
@@ -100,6 +115,36 @@ class Connection:
                                f"({message})")
         return EngineError(f"milvus_uri {self.uri!r}: {what} ({message}); is the engine running at that address? "
                            "Saved results are kept: run again when it answers, and the run resumes")
+
+
+@contextlib.contextmanager
+def quiet_lite():
+    """Milvus Lite's log off while a client opens a file: a file it cannot open is logged with a traceback, and
+    said here in one line instead (:meth:`Connection.client`)."""
+    log = logging.getLogger("milvus_lite")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def held_elsewhere(folder: Path) -> bool:
+    """Whether another process holds a Milvus Lite file's lock (the advisory ``flock`` on its ``LOCK`` file that
+    Milvus Lite holds while the file is open), tried without waiting and let go at once."""
+    try:
+        fd = os.open(folder / "LOCK", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 class ReadOnlyClient:
@@ -352,9 +397,16 @@ def user_fields(client, connection: Connection, collection: str, id_field: str, 
     return described, fields
 
 
-def require_loaded(client, connection: Connection, collection: str) -> None:
-    """A user's collection must be loaded: the study never loads (changes) a collection it does not own."""
+def require_loaded(client, connection: Connection, collection: str, load=None) -> None:
+    """A user's collection must be loaded: the study never loads (changes the state of) a collection it does not own
+    in a server, which others may be using. A Milvus Lite file (``milvus_uri`` a .db folder) is open in this process
+    alone and is not loaded when a process opens it, so the study loads it there (``load``: the client's
+    ``load_collection``), which changes none of its rows, schema or data files (a segment without its index
+    file gets one, as any process loading it would write)."""
     state = client.get_load_state(collection, timeout=connection.timeout_s)["state"]
+    if type_name(state) != "Loaded" and connection.lite and load is not None:
+        load(collection)  # as long as it takes, as the study's own collection's load
+        state = client.get_load_state(collection, timeout=connection.timeout_s)["state"]
     if type_name(state) != "Loaded":
         raise EngineError(f"milvus_collection {collection!r} is not loaded at milvus_uri {connection.uri!r}; the study "
                           f"never changes a collection it does not own: load it yourself (MilvusClient.load_collection)")
@@ -363,13 +415,14 @@ def require_loaded(client, connection: Connection, collection: str) -> None:
 def open_collection(connection: Connection, collection: str, id_field: str, vector_field: str, dim: int,
                     ef_search: int | None = None, known_ids: set[str] | None = None) -> MilvusIndex:
     """A collection the user already has, searched read-only, its schema checked first: the collection
-    exists and is loaded, ``id_field`` is a VARCHAR or INT64 field, ``vector_field`` a float vector of
-    dimension ``dim`` (the query embedder's) indexed with an IP or COSINE metric. Each problem is an
-    :class:`EngineError` naming the setting."""
+    exists and is loaded (a Milvus Lite file is loaded here: :func:`require_loaded`), ``id_field`` is a VARCHAR or
+    INT64 field, ``vector_field`` a float vector of dimension ``dim`` (the query embedder's) indexed with an IP or
+    COSINE metric. Each problem is an :class:`EngineError` naming the setting."""
     from pymilvus import DataType  # pymilvus is optional (only the Milvus backend needs it)
     from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
-    client = ReadOnlyClient(connection.client())
+    engine = connection.client()
+    client = ReadOnlyClient(engine)
     started = time.monotonic()
     try:
         _, fields = user_fields(client, connection, collection, id_field, "milvus_vector_field", vector_field)
@@ -386,7 +439,7 @@ def open_collection(connection: Connection, collection: str, id_field: str, vect
         if metric not in METRICS:
             raise EngineError(f"milvus_vector_field {vector_field!r}: indexed with metric {metric!r}; the study compares "
                               f"by cosine, so it needs an index with metric {' or '.join(METRICS)}")
-        require_loaded(client, connection, collection)
+        require_loaded(client, connection, collection, engine.load_collection)
     except MilvusException as exc:
         raise connection.error(f"reading collection {collection!r}", exc, started) from None
     return MilvusIndex(client, connection, collection, id_field, vector_field, metric,

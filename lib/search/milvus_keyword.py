@@ -140,13 +140,14 @@ def keyword_index(engine: MilvusIndex, doc_ids: Sequence[str]) -> MilvusKeywordI
 def open_keyword(connection: Connection, collection: str, id_field: str, sparse_field: str,
                  doc_ids: Sequence[str]) -> MilvusKeywordIndex:
     """Full-text search in a collection the user already has, read-only, its schema checked first: the collection
-    exists and is loaded, ``id_field`` is a VARCHAR or INT64 field, ``sparse_field`` a SPARSE_FLOAT_VECTOR field
-    that a BM25 function fills from a text field, indexed with metric BM25. Each problem is an
-    :class:`EngineError` naming the setting."""
+    exists and is loaded (a Milvus Lite file is loaded here: ``require_loaded``), ``id_field`` is a VARCHAR or
+    INT64 field, ``sparse_field`` a SPARSE_FLOAT_VECTOR field that a BM25 function fills from a text field, indexed
+    with metric BM25. Each problem is an :class:`EngineError` naming the setting."""
     from pymilvus import DataType  # pymilvus is optional (only the Milvus backend needs it)
     from pymilvus.exceptions import MilvusException  # pymilvus is optional (only the Milvus backend needs it)
 
-    client = ReadOnlyClient(connection.client())
+    engine = connection.client()
+    client = ReadOnlyClient(engine)
     started = time.monotonic()
     try:
         described, fields = user_fields(client, connection, collection, id_field, "milvus_sparse_field", sparse_field)
@@ -167,7 +168,7 @@ def open_keyword(connection: Connection, collection: str, id_field: str, sparse_
         if index.get("metric_type") != "BM25":
             raise EngineError(f"milvus_sparse_field {sparse_field!r}: indexed with metric {index.get('metric_type')!r}; "
                               "full-text search needs an index with metric BM25")
-        require_loaded(client, connection, collection)
+        require_loaded(client, connection, collection, engine.load_collection)
     except MilvusException as exc:
         raise connection.error(f"reading collection {collection!r}", exc, started) from None
     analyzer = (fields.get(text_field, {}).get("params") or {}).get("analyzer_params")
