@@ -116,7 +116,13 @@ class Settings(BaseModel):
     openai_base_url: Optional[str] = Field(default=None, description="null: OPENAI_BASE_URL from the environment")
     openai_api_key_env: str = Field(default="OPENAI_API_KEY", description="the environment variable holding the key")
     openai_concurrency: int = Field(default=4, ge=1, le=256, description="requests sent at once")
-    openai_send_grammar: bool = Field(default=False, description="send the local grammar (llama.cpp's server only)")
+    openai_send_grammar: bool = Field(default=False, description="the older spelling of openai_constraint: grammar "
+                                      "(true) or none (false), read when openai_constraint is not set")
+    openai_constraint: Optional[Literal["grammar", "json_schema", "json_object", "none"]] = Field(
+        default=None, description="how a served model is kept to the designs' reply contracts (lib/llm/contract.py), "
+        "with the local prompt: grammar (llama.cpp's servers), json_schema (response_format json_schema: vLLM, "
+        "SGLang, OpenAI), json_object (llama-cpp-python's server); none: the article's prompt, unconstrained. "
+        "null: grammar when openai_send_grammar, else none")
     openai_timeout_s: float = Field(default=120.0, gt=0)
     openai_max_retries: int = Field(default=4, ge=0, le=20)
     llm_model: str
@@ -222,6 +228,16 @@ class Settings(BaseModel):
         if v is not None and (not all(_is_date(d) for d in v) or v[0] > v[1]):
             raise ValueError(f"should be [from, to] dates YYYY-MM-DD with from <= to, got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _one_constraint(self):
+        """openai_constraint, or else the older openai_send_grammar, names the route; both set must agree."""
+        if self.openai_constraint is None:
+            self.openai_constraint = "grammar" if self.openai_send_grammar else "none"
+        elif self.openai_send_grammar and self.openai_constraint != "grammar":
+            raise ValueError(f"openai_send_grammar true asks for the grammar route, openai_constraint "
+                             f"{self.openai_constraint!r} for another: set openai_constraint alone")
+        return self
 
     @model_validator(mode="after")
     def _chunks_need_own_vectors(self):

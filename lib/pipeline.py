@@ -33,6 +33,7 @@ from .search import milvus_keyword as mk
 from .search.dense import resolve_backend
 from .llm.anthropic_backend import profile_backend_kwargs
 from .llm import openai_settings
+from .llm.contract import SCHEMA_CONSTRAINTS, constraint_of, prompt_for
 from .search.rerank import CrossEncoderScorer
 from .search.bm25 import BM25Index
 from .search.snapshot import BM25_DIR
@@ -353,6 +354,8 @@ class ProfileParts:
             settings = profile_backend_kwargs(p, "llm")
         elif p.llm_backend == "openai":
             settings = openai_settings(p)
+        elif p.llm_record_backend == "openai":  # replaying a served model: the records of its route
+            settings = {"constraint": self.constraint()}
         own = p.own_dir
         return make_llm(p.llm_backend, p.llm_model, p.llm_record_backend,
                         records_root=None if own is None else own / "llm_records", **settings)
@@ -369,12 +372,17 @@ class ProfileParts:
         """What the prompts call the documents: the profile's ``corpus_description`` (lib.llm.prompts.corpus_for)."""
         return corpus_for(self.profile)
 
+    def constraint(self) -> str:
+        """How a served model is kept to the reply contracts (``openai_constraint``, lib.llm.contract)."""
+        return constraint_of(self.profile.settings.get("openai_constraint"), self.profile.openai_send_grammar)
+
     def prompt_style(self) -> str:
-        """The article's prompts for Claude and for an OpenAI-compatible server (native tool calls), the
-        local variant (worked examples, grammar) for the local model and a server sent its grammar."""
+        """The article's prompts for Claude and for a served model with no constraint (native tool calls), the
+        local variant (worked examples, its reply contracts) for the local model and a served model kept to
+        those contracts by a grammar or a JSON schema (:func:`lib.llm.contract.prompt_for`)."""
         source = self.llm_source()
         if source == "openai":
-            return "local" if self.profile.openai_send_grammar else "anthropic"
+            return prompt_for(self.constraint())
         return "anthropic" if source == "anthropic" else "local"
 
     @cached_property
@@ -440,6 +448,10 @@ def design_provenance(profile: Profile, name: str, parts: ProfileParts) -> dict:
     if cls.uses_llm:
         prov.update({"llm_backend": parts.llm().name, "llm_source": parts.llm_source(),
                      "prompt_style": parts.prompt_style()})
+        # a served model kept to the contracts by a JSON schema: the route enters the record (the grammar
+        # route and none are told apart by the prompt style, as before the setting)
+        if parts.llm_source() == "openai" and parts.constraint() in SCHEMA_CONSTRAINTS:
+            prov["openai_constraint"] = parts.constraint()
     return prov
 
 

@@ -22,9 +22,11 @@ import openai
 import pytest
 
 from lib.designs import Question
+from lib.designs.agent import AgentDesign
+from lib.designs.agent_tree import AgentTreeDesign
 from lib.designs.loop import LoopDesign
 from lib.designs.multiquery import MultiQueryDesign
-from lib.llm import LLMError, LLMRequest, RecordedLLM, RecordStore, make_llm, prompts
+from lib.llm import LLMError, LLMRequest, RecordedLLM, RecordStore, contract, make_llm, prompts
 from lib.llm.base import cost_usd
 from lib.llm.local_backend import LOCAL_MODEL_FILE
 from lib.llm.openai_backend import PLACEHOLDER_KEY, OpenAIBackend
@@ -199,19 +201,121 @@ def test_malformed_tool_arguments_are_kept_as_an_empty_call_and_named():
     assert r.stop_details["calls"][0]["arguments"] == '{"query": "unterminated'
 
 
-@pytest.mark.parametrize("send_grammar", [True, False])
-def test_a_grammar_request_goes_as_the_local_backend_sends_it(send_grammar):
+@pytest.mark.parametrize("constraint", ["grammar", "none", "json_schema"])
+def test_a_grammar_request_goes_as_the_local_backend_sends_it(constraint):
+    """The loop's local turn: its grammar goes by the grammar route only (no contract states it: under a
+    schema route it goes unconstrained, and its record says so), with the local backend's sampling."""
     server = Server(ok("loop_local_call"))
     design = LoopDesign(ListSearcher({}), None, PAPERS, "local")
     request = design.request(Q, design.opening(Q), 1, [])
-    r = backend(server, send_grammar=send_grammar).complete(request)
+    r = backend(server, constraint=constraint).complete(request)
     sent = server.sent()
     assert sent["messages"] == chat_messages(request.system, request.messages)
-    assert "tools" not in sent and "tool_choice" not in sent  # the local prompt describes the calls
-    assert sent.get("grammar") == (request.grammar if send_grammar else None)
+    assert "tools" not in sent and "tool_choice" not in sent and "response_format" not in sent
+    grammar = constraint == "grammar"
+    assert sent.get("grammar") == (request.grammar if grammar else None)
+    # llama.cpp's servers would apply repeat_penalty 1.1: the local backend's 1.0 goes with the grammar
+    assert (sent.get("repeat_penalty"), sent.get("top_k")) == ((1.0, 1) if grammar else (None, None))  # temperature 0
     assert r.tool_calls == [{"id": "call_4", "name": "search",  # after the worked example's 3 calls, as the local backend
                              "input": {"query": "unsupervised drift monitoring of clinical risk models"}}]
-    assert r.stop_reason == "tool_use" and r.api_settings == {"grammar": "sent" if send_grammar else "not sent"}
+    assert r.stop_reason == "tool_use"
+    assert r.api_settings == {"prompt": "local", "constraint": "grammar" if grammar else "none",
+                              **({"sampling": {"repeat_penalty": 1.0, "top_k": 1}} if grammar else {})}
+
+
+def test_send_grammar_is_the_grammar_route_and_an_unknown_route_is_refused():
+    assert backend(Server(), send_grammar=True).constraint == "grammar" and backend(Server()).constraint == "none"
+    with pytest.raises(LLMError, match="constraint must be one of grammar, json_schema, json_object, none"):
+        backend(Server(), constraint="regex")
+
+
+# ------------------------------------------------------------------------------ the reply contracts as JSON schemas
+TITLES = {i: t for i, (t, _) in PAPERS.items()}
+
+
+def local_agent(llm=None, searcher=None):
+    return AgentDesign(searcher or ListSearcher({}), llm, TITLES, "local", max_searches=2)  # one decision
+
+
+def test_the_json_schema_route_sends_the_agents_contract_as_vllm_reads_it(tmp_path):
+    """A recorded vLLM exchange (its documented response_format json_schema, its reply's own fields): the
+    local prompt as the local backend sends it, the schema in place of the grammar, nothing llama.cpp-only,
+    and the decision read as the local model's."""
+    server = Server(ok("vllm_agent_search"))
+    llm = RecordedLLM(backend(server, constraint="json_schema"), RecordStore(tmp_path), backend_name="openai", model=MODEL)
+    searcher = ListSearcher({})
+    result = local_agent(llm, searcher).retrieve(Q)
+    sent = server.sent(0)
+    request = local_agent().request(Q, [Q.text], [searcher.default], 1)
+    assert sent["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "agent_decision", "schema": contract.AGENT.schema, "strict": True}}
+    assert sent["messages"] == chat_messages(request.system, request.messages)  # the examples are already JSON
+    assert sent["max_tokens"] == prompts.AGENT_LOCAL_MAX_TOKENS
+    assert not {"grammar", "repeat_penalty", "top_k"} & set(sent)  # vLLM's own sampling fields differ
+    query = "label-free monitoring of dataset shift in deployed clinical models"
+    assert result.queries[:2] == [Q.text, query] and searcher.calls[:2] == [Q.text, query]
+    rec = llm.store.get(request)
+    assert rec["response"]["api_settings"] == {"prompt": "local", "constraint": "json_schema"}
+    assert "server_text" not in rec["response"]  # the JSON is the grammar's own form
+
+
+def test_the_forced_search_goes_as_the_search_only_schema():
+    server = Server(ok("vllm_agent_search"))
+    tree = AgentTreeDesign(ListSearcher({}), None, TITLES, "local")
+    forced = tree.search_request(Q, [Q.text], [["x1"]], 1)
+    r = backend(server, constraint="json_schema").complete(forced)
+    schema = server.sent()["response_format"]["json_schema"]
+    assert schema["name"] == "agent_search" and schema["schema"]["properties"]["decision"] == {"type": "string",
+                                                                                                 "const": "search"}
+    assert "anyOf" not in schema["schema"] and r.text.startswith('{"match": 0, "decision": "search"')
+
+
+def test_rewrites_under_a_schema_are_a_list_read_back_into_lines(tmp_path):
+    server = Server(ok("vllm_rewrite"))
+    llm = RecordedLLM(backend(server, constraint="json_schema"), RecordStore(tmp_path), backend_name="openai", model=MODEL)
+    searcher = ListSearcher({})
+    result = MultiQueryDesign(searcher, llm, "local").retrieve(Q)
+    sent = server.sent()
+    assert sent["response_format"]["json_schema"]["schema"]["properties"]["queries"] == {
+        "type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "string", "minLength": 8, "maxLength": 120}}
+    # the worked example's reply in the form the model must write; max_tokens grows by what the JSON costs
+    assert json.loads(sent["messages"][2]["content"]) == {"queries": prompts.REWRITE_EXAMPLE_A.split("\n")}
+    assert sent["max_tokens"] == 120 + contract.REWRITE.extra_tokens
+    written = json.loads(body("vllm_rewrite")["choices"][0]["message"]["content"])["queries"]
+    assert result.queries == [Q.text] + written and result.stop_reason == ""
+    response = llm.complete(MultiQueryDesign(ListSearcher({}), None, "local").request(Q, 1))
+    assert response.replayed and response.text == "\n".join(written)
+    assert contract.REWRITE.valid(response.text)  # the grammar's own form
+    assert json.loads(response.server_text) == {"queries": written}
+
+
+def test_a_schema_reply_cut_at_max_tokens_is_kept_as_sent_and_named_by_its_stop_reason():
+    r = backend(Server(ok("vllm_rewrite_length")), constraint="json_schema").complete(
+        MultiQueryDesign(ListSearcher({}), None, "local").request(Q, 1))
+    assert r.stop_reason == "max_tokens" and r.text == body("vllm_rewrite_length")["choices"][0]["message"]["content"]
+    assert r.server_text == ""  # nothing was read into another form
+
+
+def test_the_json_object_route_is_llama_cpp_pythons_spelling_with_its_sampling():
+    server = Server(ok("vllm_agent_search"))
+    request = local_agent().request(Q, [Q.text], [["x1"]], 1)
+    backend(server, constraint="json_object").complete(request)
+    sent = server.sent()
+    assert sent["response_format"] == {"type": "json_object", "schema": contract.AGENT.schema}
+    assert (sent["repeat_penalty"], "grammar" in sent) == (1.0, False)
+
+
+def test_a_schema_routes_records_are_kept_apart_and_replayed_by_that_route_only(tmp_path):
+    request = local_agent().request(Q, [Q.text], [["x1"]], 1)
+    transport = httpx2.Client(transport=httpx2.MockTransport(Server(ok("vllm_agent_search"))))
+    live = make_llm("openai", MODEL, records_root=tmp_path, base_url=BASE, constraint="json_schema", http_client=transport)
+    live.complete(request)
+    assert live.store.directory == tmp_path / f"openai__{MODEL}__json_schema"
+    assert make_llm("replay", MODEL, record_backend="openai", records_root=tmp_path,
+                    constraint="json_schema").complete(request).replayed
+    for other in ("grammar", "json_object"):  # the same request answered under another route is another reply
+        with pytest.raises(LLMError, match="no recorded 'agent' response"):
+            make_llm("replay", MODEL, record_backend="openai", records_root=tmp_path, constraint=other).complete(request)
 
 
 def test_an_unknown_content_block_is_refused_before_any_call():

@@ -3,7 +3,9 @@
 The agent runs as usual (its decisions are the agent's own requests, so a run replays the agent's
 saved run of the same number and extends it). At every decision where the model stops before the
 cap, it is asked once more from the same state with only the search branch of its reply open (the
-grammar's ``search`` rule; a model without grammars is asked with one added sentence), and the
+search-only contract of :mod:`lib.llm.contract`: the grammar's ``search`` rule, sent to a served model
+by the same route as every decision, a grammar or a schema whose decision is "search"; a model under no
+contract, the article's prompt, is asked with one added sentence), and the
 chain goes on from that query to the cap the same way: the model decides at every state it
 reaches, and is made to search only where it stopped. Each question then holds one chain of
 leaves, stop after 1, 2, ... ``max_searches`` searches, every query the model's own.
@@ -19,17 +21,13 @@ from __future__ import annotations
 
 import time
 
-from ..llm import LLMRequest, prompts
+from ..llm import LLMRequest
+from ..llm.contract import SEARCH_ONLY_GRAMMAR
 from ..search.fusion import rrf
 from .agent import AgentDesign, next_query, parse_decision
 from .base import DEPTH, LLMUse, Question, Result
 
-_ROOT = "root ::= stop | search"
-if _ROOT not in prompts.AGENT_GRAMMAR:  # the search-only grammar is the agent's with its stop branch closed
-    raise ImportError("lib.llm.prompts.AGENT_GRAMMAR no longer starts with 'root ::= stop | search'; "
-                      "lib/designs/agent_tree.py derives its search-only grammar from that rule")
-SEARCH_ONLY_GRAMMAR = prompts.AGENT_GRAMMAR.replace(_ROOT, "root ::= search")
-# a model without grammars (the Messages API, a plain OpenAI-compatible server) is asked in words
+# a model under no contract (the article's prompt: the Messages API, a served model with no constraint) is asked in words
 SEARCH_ONLY_NOTE = ('Do not stop here: reply with only JSON {"decision": "search", "query": '
                     '"<a new, different query>"}.')
 PATH_KIND, OFF_PATH_KIND, FORCED_KIND = "agent", "agent_tree", "agent_tree_search"

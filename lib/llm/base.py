@@ -16,6 +16,9 @@ REFUSAL, MAX_TOKENS = "refusal", "max_tokens"
 INCOMPLETE_STOPS = (REFUSAL, MAX_TOKENS)
 # LLMResponse fields added for tool use: a record holds them only when they are set
 TOOL_FIELDS = ("tool_calls", "content", "prompt_tokens_reused")
+# and every field a record holds only when it is set (those, and a served reply's own text where it was read
+# into another form)
+OPTIONAL_FIELDS = TOOL_FIELDS + ("server_text",)
 
 
 class LLMError(RuntimeError):
@@ -119,6 +122,9 @@ class LLMResponse:
     # at a time), "server" (a remote API's own); records written before the field say it through their date
     # (lib/llm/records.py decoding_of)
     decoding: str = ""
+    # a served reply kept to its contract by a JSON schema: the server's own text, where ``text`` is that reply
+    # read back into the grammar's form (lib/llm/contract.py); written to the record only when set
+    server_text: str = ""
 
     @property
     def prompt_tokens(self) -> int:

@@ -16,13 +16,21 @@ chosen by the request as the designs build it:
   "tool"`` messages (then its text, as a user message), thinking blocks are left out. The reply's
   ``tool_calls`` come back as ``[{"id", "name", "input"}]`` and, with its text, as content blocks in
   the Messages API's shape (:func:`lib.llm.tools.assistant_blocks` sends them back next turn).
-* **the local protocol** (requests with a GBNF grammar: the ``local`` prompt style). The request
-  goes as the local backend sends it (:func:`lib.llm.tools.chat_messages`: the conversation as
-  text, the tools described by the prompt, none sent natively) and a tool call is the reply's one
-  JSON object ``{"tool": NAME, ...}`` (:func:`lib.llm.tools.parse_json_call`). A generic server
-  cannot take a grammar, so the prompt alone shapes the reply; llama.cpp's servers (llama-server,
-  llama-cpp-python's) accept it as ``extra_body={"grammar": ...}``: ``send_grammar=True`` sends it
-  (off by default: another server may reject or ignore the field).
+* **the local prompt** (requests with a GBNF grammar: the ``local`` prompt style). The request
+  goes as the local backend sends it (:func:`lib.llm.tools.chat_messages` for a tool-calling turn: the
+  conversation as text, the tools described by the prompt, none sent natively; a tool call is the
+  reply's one JSON object ``{"tool": NAME, ...}``, :func:`lib.llm.tools.parse_json_call`), and its
+  reply is kept to the request's contract (:mod:`lib.llm.contract`) by the route ``constraint`` names:
+  ``grammar`` sends the GBNF (``grammar`` in the body: llama.cpp's servers); ``json_schema`` sends the
+  contract's schema as ``response_format: {"type": "json_schema", "json_schema": {"name", "schema",
+  "strict": true}}`` (vLLM, SGLang, OpenAI); ``json_object`` as ``{"type": "json_object", "schema": ...}``
+  (llama-cpp-python's server); ``none`` sends none (the prompt alone shapes the reply). Under a schema
+  the worked examples' replies are shown in the schema's JSON, ``max_tokens`` grows by what that JSON
+  costs, and the reply is read back into the grammar's form (the server's own text kept as
+  ``server_text``); a grammar no contract states (the tool-calling loop's) is sent only by the grammar
+  route. To llama.cpp's servers (the grammar and json_object routes) the local backend's sampling goes
+  too: ``repeat_penalty`` 1.0 (llama-cpp-python's server would apply 1.1) and, at temperature 0,
+  ``top_k`` 1.
 
 The reply: the text (``message.content``), ``finish_reason`` as the Messages API's stop reason
 ("stop" -> "end_turn", "length" -> "max_tokens", "tool_calls" -> "tool_use", "content_filter" or a
@@ -32,7 +40,8 @@ self-hosted model has no fee), and the latency measured around the call. Errors 
 once its retries are spent, or at once for a 4xx, become :class:`LLMError` with the server's message.
 
 Source: the SDK's ``chat.completions.create`` and its ``ChatCompletion`` type; llama.cpp's server
-README (``grammar``).
+README (``grammar``); vLLM's structured outputs; llama-cpp-python 0.3.36's server (``response_format``
+``json_object`` with ``schema``; its sampling defaults in ``llama_cpp/server/types.py``).
 """
 from __future__ import annotations
 
@@ -44,9 +53,13 @@ from typing import Any, Callable, Sequence
 
 from ..errors import redacted
 from .base import REFUSAL, LLMError, LLMRequest, LLMResponse, cost_usd, load_prices
+from .contract import CONSTRAINTS, SCHEMA_CONSTRAINTS, Contract, constraint_of, contract_for
 from .tools import THINKING_TYPES, assistant_turns, chat_messages, chat_text, parse_json_call, tool_use_block
 
 PLACEHOLDER_KEY = "not-needed"   # sent when no key is given: a local server needs none
+# the local backend's sampling, in llama.cpp's request fields (its servers' own defaults differ: repeat_penalty 1.1)
+LLAMA_SAMPLING = {"repeat_penalty": 1.0}
+LLAMA_ROUTES = ("grammar", "json_object")
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
                 "content_filter": REFUSAL}
 
@@ -59,7 +72,8 @@ class OpenAIBackend:
     ``api_key`` falls back to the environment variable ``api_key_env`` (``OPENAI_API_KEY``); a local
     server needs no real key, so without one the placeholder ``"not-needed"`` is sent (a server that
     checks keys answers 401, reported as such). ``timeout_s`` and ``max_retries`` go to the SDK's
-    client. ``send_grammar`` sends a request's GBNF grammar (llama.cpp's servers only). ``prices``
+    client. ``constraint`` is the route that keeps a local-prompt request to its contract (grammar,
+    json_schema, json_object or none); ``send_grammar`` (the older setting) means ``grammar``. ``prices``
     replaces the price table; ``http_client`` (an ``httpx2.Client``) replaces the SDK's own.
 
     :meth:`complete` answers one request; :meth:`complete_many` answers a list with up to
@@ -73,11 +87,14 @@ class OpenAIBackend:
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0, max_retries: int = 4,
-                 concurrency: int = 4, send_grammar: bool = False, prices: dict | None = None,
-                 http_client: Any = None):
+                 concurrency: int = 4, constraint: str | None = None, send_grammar: bool = False,
+                 prices: dict | None = None, http_client: Any = None):
         if concurrency < 1:
             raise LLMError(f"openai {model}: concurrency must be at least 1, got {concurrency}")
-        self.model, self.concurrency, self.send_grammar = model, int(concurrency), bool(send_grammar)
+        if constraint not in CONSTRAINTS + (None,):
+            raise LLMError(f"openai {model}: constraint must be one of {', '.join(CONSTRAINTS)}, got {constraint!r}")
+        self.model, self.concurrency = model, int(concurrency)
+        self.constraint = constraint_of(constraint, send_grammar)
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if not self.base_url:
             raise LLMError(f"llm_backend 'openai' ({model}) needs the server's base URL: the profile's "
@@ -92,11 +109,26 @@ class OpenAIBackend:
                                     http_client=http_client)
 
     # ------------------------------------------------------------------ the request
+    def contract(self, request: LLMRequest) -> Contract | None:
+        """The contract a request is sent under: its grammar's, on a schema route (else None)."""
+        return contract_for(request.grammar) if self.constraint in SCHEMA_CONSTRAINTS else None
+
+    def applied(self, request: LLMRequest) -> str:
+        """The constraint a request is sent under: the route's, or none (no grammar, the route none, or a
+        grammar no contract states on a schema route)."""
+        if not request.grammar or self.constraint == "none":
+            return "none"
+        if self.constraint == "grammar" or self.contract(request) is not None:
+            return self.constraint
+        return "none"
+
     def build_params(self, request: LLMRequest) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments for a request (see the module's two protocols)."""
         local = bool(request.grammar)
+        contract = self.contract(request)
         if local:
-            messages = chat_messages(request.system, request.messages)
+            messages = [{**m, "content": _example(m["content"], contract)} if m["role"] == "assistant" else m
+                        for m in chat_messages(request.system, request.messages)]
         else:
             messages = ([{"role": "system", "content": request.system}] if request.system else []) + \
                        [m for role, content in request.messages for m in _openai_messages(role, content)]
@@ -109,9 +141,25 @@ class OpenAIBackend:
             params["tool_choice"] = request.tool_choice
             if request.tool_choice == "auto":
                 params["parallel_tool_calls"] = False  # one call a turn, as the local protocol
-        if local and self.send_grammar:
-            params["extra_body"] = {"grammar": request.grammar}
+        applied = self.applied(request)
+        extra: dict[str, Any] = {}
+        if applied == "grammar":
+            extra["grammar"] = request.grammar
+        elif contract is not None:
+            params["max_tokens"] = request.max_tokens + contract.extra_tokens
+            params["response_format"] = (
+                {"type": "json_schema", "json_schema": {"name": contract.name, "schema": contract.schema, "strict": True}}
+                if applied == "json_schema" else {"type": "json_object", "schema": contract.schema})
+        if applied in LLAMA_ROUTES:
+            extra.update(self.sampling(request))
+        if extra:
+            params["extra_body"] = extra
         return params
+
+    @staticmethod
+    def sampling(request: LLMRequest) -> dict[str, Any]:
+        """The local backend's sampling in llama.cpp's fields (sent to llama.cpp's servers)."""
+        return {**LLAMA_SAMPLING, **({"top_k": 1} if request.temperature == 0 else {})}
 
     # ------------------------------------------------------------------ the reply
     def response_from_completion(self, completion: Any, request: LLMRequest, latency_s: float) -> LLMResponse:
@@ -120,7 +168,10 @@ class OpenAIBackend:
             raise LLMError(f"openai {self.model}: the server returned no choices for a {request.kind!r} request")
         choice = completion.choices[0]
         msg = choice.message
-        text = msg.content or ""
+        text = server_text = msg.content or ""
+        contract = self.contract(request)
+        if contract is not None:  # the schema's JSON, read back into the grammar's form (kept as sent when it is not)
+            text = contract.read(server_text) or server_text
         finish = str(choice.finish_reason or "")
         stop = STOP_REASONS.get(finish, finish)
         details = None
@@ -150,11 +201,13 @@ class OpenAIBackend:
         cached = int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
         tin = prompt - cached  # tokens_in is the uncached input, as the Messages API counts it
         cost = cost_usd(self.model, tin, tout, self.prices, cache_read=cached) if self.model in self.prices else 0.0
-        settings = {"grammar": "sent" if self.send_grammar else "not sent"} if request.grammar else {}
+        applied = self.applied(request)
+        settings = {"prompt": "local" if request.grammar else "anthropic", "constraint": applied,
+                    **({"sampling": self.sampling(request)} if applied in LLAMA_ROUTES else {})}
         return LLMResponse(text=text, tokens_in=tin, tokens_out=tout, latency_s=latency_s, cost_usd=cost,
                            model=self.model, backend=self.name, stop_reason=stop, stop_details=details,
                            thinking=thinking, cache_read_tokens=cached, api_settings=settings, tool_calls=calls,
-                           content=content, decoding="server")
+                           content=content, decoding="server", server_text=server_text if server_text != text else "")
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.build_params(request)
@@ -179,6 +232,12 @@ class OpenAIBackend:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
             futures = [pool.submit(complete, r) for r in requests]
         return [f.result() for f in futures]
+
+
+def _example(reply: str, contract: Contract | None) -> str:
+    """A worked example's reply as the route asks the model to write it: in the schema's JSON under a
+    schema route, else as written."""
+    return contract.json_text(reply) if contract is not None and contract.valid(reply) else reply
 
 
 def _openai_messages(role: str, content: Any) -> list[dict[str, Any]]:

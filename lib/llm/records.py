@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..paths import ROOT
 from ..io import Appender, locked, read_jsonl, repair_torn_tail, write_json
-from .base import TOOL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
+from .base import OPTIONAL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
 
 RECORDS_DIR = ROOT / "data" / "llm_records"
 # the local backend's fast path (lib/llm/speculative.py) became its default at this time; records written
@@ -120,7 +120,7 @@ class RecordStore:
         if request.tools is not None:  # a tool-calling turn
             req.update(tools=request.tools, tool_choice=request.tool_choice)
         saved = json.loads(json.dumps({k: v for k, v in asdict(response).items()  # as it reads back
-                                       if k != "replayed" and (k not in TOOL_FIELDS or v)}, ensure_ascii=False))
+                                       if k != "replayed" and (k not in OPTIONAL_FIELDS or v)}, ensure_ascii=False))
         rec = {"key": request.key(), "kind": request.kind, "run": request.run, "request": req,
                "response": saved, "response_digest": response_digest(saved),
                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -135,16 +135,20 @@ class RecordStore:
         return len(self.records(kind))
 
 
-def records_dir(backend: str, model: str, root: Path | None = None) -> Path:
-    return Path(RECORDS_DIR if root is None else root) / f"{backend}__{model.replace('/', '_')}"
+def records_dir(backend: str, model: str, root: Path | None = None, route: str = "") -> Path:
+    """``<backend>__<model>``; a served model's replies kept by a JSON schema (``route``: json_schema or
+    json_object) go beside it in ``<backend>__<model>__<route>``: the same requests answered under another
+    route are other replies, never replayed for them."""
+    return Path(RECORDS_DIR if root is None else root) / (f"{backend}__{model.replace('/', '_')}"
+                                                          + (f"__{route}" if route else ""))
 
 
-def record_store(backend: str, model: str, root: Path | None = None) -> RecordStore:
-    """The record of a backend and model: the shipped one, or (``root``: a study's own folder) one
-    that writes there and replays the shipped calls too, never writing them."""
+def record_store(backend: str, model: str, root: Path | None = None, route: str = "") -> RecordStore:
+    """The record of a backend and model (and route, :func:`records_dir`): the shipped one, or (``root``: a
+    study's own folder) one that writes there and replays the shipped calls too, never writing them."""
     if root is None:
-        return RecordStore(records_dir(backend, model))
-    return RecordStore(records_dir(backend, model, root), base_dirs=(records_dir(backend, model),))
+        return RecordStore(records_dir(backend, model, route=route))
+    return RecordStore(records_dir(backend, model, root, route), base_dirs=(records_dir(backend, model, route=route),))
 
 
 class RecordedLLM:
