@@ -151,3 +151,33 @@ def test_every_command_that_reads_a_profile_runs_through_the_redaction():
         text = (ROOT / "scripts" / f"{script}.py").read_text(encoding="utf-8")
         main_block = text[text.index('if __name__ == "__main__":'):]
         assert "interruptible(main" in main_block, script
+
+
+# ------------------------------------------------------------------- weaknesses
+def test_page_12_names_a_sealed_record_edited_by_one_byte(tmp_path):
+    """Probe 6: page 12 read a sealed record file with one byte of a reply edited, exit 0, no word; its
+    decoding tables check each record as a replay does, naming the file, the line and the digest."""
+    import json
+
+    from lib.errors import DataError
+    from lib.llm.records import RECORDS_DIR, SEAL
+    from lib.report import why_tables
+
+    shipped = RECORDS_DIR / "local__qwen2.5-coder-1.5b-instruct-q4_k_m"
+    if not (shipped / SEAL).exists():
+        pytest.skip("no sealed model records in data/llm_records")
+    folder = tmp_path / "local__qwen2.5-coder-1.5b-instruct-q4_k_m"
+    folder.mkdir()
+    (folder / SEAL).write_bytes((shipped / SEAL).read_bytes())
+    with open(shipped / "agent.jsonl", encoding="utf-8") as fh:
+        lines = [next(fh) for _ in range(3)]
+    (folder / "agent.jsonl").write_text("".join(lines), encoding="utf-8")
+    assert why_tables.decoding_table(tmp_path).shape[0] == 1  # as shipped: read
+    rec = json.loads(lines[1])
+    assert "response_digest" not in rec  # sealed by its folder's digests.json
+    at = lines[1].index('"response": {"text": ')
+    edited = lines[1][:at] + lines[1][at:].replace("search", "starch", 1)  # one byte of the reply's text
+    assert len(edited) == len(lines[1]) and edited != lines[1]
+    (folder / "agent.jsonl").write_text(lines[0] + edited + lines[2], encoding="utf-8")
+    with pytest.raises(DataError, match=r"agent\.jsonl: line 2: .*does not match its digest in digests\.json"):
+        why_tables.decoding_table(tmp_path)

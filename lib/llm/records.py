@@ -60,6 +60,14 @@ def checked_record(rec: dict, sealed: dict[str, str] | None = None) -> dict:
     return rec
 
 
+def record_checker(directory: Path, kind: str):
+    """:func:`checked_record` with the folder's sealed digests of this kind (none when it has no seal): what every
+    reader of a record file checks its records with (``lib.io.read_jsonl``'s check, which names file and line)."""
+    seal_file = Path(directory) / SEAL
+    sealed = json.loads(seal_file.read_text(encoding="utf-8")).get(kind, {}) if seal_file.exists() else {}
+    return lambda rec: checked_record(rec, sealed)
+
+
 def seal(directory: Path) -> Path:
     """Write ``directory/digests.json``: the reply digest of every record there that carries none of its own
     (written before records stored one), by kind and key, so that a reply edited by hand in those is named
@@ -101,15 +109,8 @@ class RecordStore:
             if kind not in self._cache:
                 files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
                 self._cache[kind] = {rec["key"]: rec for f in files
-                                     for rec in read_jsonl(f, self._checker(f.parent, kind), torn_tail_ok=True)}
+                                     for rec in read_jsonl(f, record_checker(f.parent, kind), torn_tail_ok=True)}
             return self._cache[kind]
-
-    @staticmethod
-    def _checker(directory: Path, kind: str):
-        """:func:`checked_record` with the folder's sealed digests of this kind (none when it has no seal)."""
-        seal_file = directory / SEAL
-        sealed = json.loads(seal_file.read_text(encoding="utf-8")).get(kind, {}) if seal_file.exists() else {}
-        return lambda rec: checked_record(rec, sealed)
 
     def get(self, request: LLMRequest) -> dict | None:
         return self.records(request.kind).get(request.key())

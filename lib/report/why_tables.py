@@ -14,7 +14,7 @@ from ..config import load_profile
 from ..errors import DataError, ProfileError
 from ..io import read_jsonl
 from ..llm.local_backend import LOCAL_MODELS
-from ..llm.records import RECORDS_DIR, decoding_of
+from ..llm.records import RECORDS_DIR, decoding_of, record_checker
 from ..evaluation import judges, why_paths
 from ..evaluation.loss import SHOWN, ConditionRecords
 from ..runs import read_results, run_files
@@ -105,13 +105,14 @@ _RECORDS: dict[tuple, list[dict]] = {}
 
 
 def saved_records(path: Path) -> list[dict]:
-    """A record file's records (a torn last line left out), read once per version of the file in a process:
-    page 12's two decoding tables read the same files."""
+    """A record file's records (a torn last line left out), each checked as a replay checks it (its key, its reply's
+    digest or its folder's seal: ``lib.llm.records.record_checker``; an edited reply is an error naming the file
+    and line), read once per version of the file in a process: page 12's two decoding tables read the same files."""
     path = Path(path)
     stat = path.stat() if path.exists() else None
     key = (str(path), stat and stat.st_size, stat and stat.st_mtime_ns)
     if key not in _RECORDS:
-        _RECORDS[key] = read_jsonl(path, torn_tail_ok=True)
+        _RECORDS[key] = read_jsonl(path, record_checker(path.parent, path.stem), torn_tail_ok=True)
     return _RECORDS[key]
 
 
