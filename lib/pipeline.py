@@ -6,6 +6,9 @@ Over 500 lines: :class:`ProfileParts` builds every part of one profile lazily an
 its caches, so the wiring is read in one place."""
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from .designs import Question, Result, design_class, design_names
 from .errors import DataError
 from .io import digest
 from .llm import ReplayMiss, make_llm
-from .progress import unscored
+from .progress import bar, unscored
 from .llm.prompts import corpus_for
 from .runs import RecordCheck, read_results, run_designs, run_files, run_path, write_qrels, write_trec
 from .search.dense import DenseIndex, DenseSearcher, embedded_rows
@@ -38,7 +41,6 @@ from .search.rerank import CrossEncoderScorer
 from .search.bm25 import BM25Index
 from .search.snapshot import BM25_DIR
 from .search.rerank import FusedReranker
-from .llm.batches import first_turn_requests
 from .llm.cost import check_budget, project_designs
 from .llm.batches import prefetch_first_turns
 
@@ -530,7 +532,7 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     if profile.llm_backend == "anthropic" and any(design_class(n).uses_llm for n in names):
         paid_preflight(profile, designs, qs, runs)
     if profile.llm_backend == "openai" and profile.openai_concurrency > 1:
-        concurrent_first_turns(designs, qs, runs)
+        concurrent_questions(designs, qs, runs, rdir, profile.openai_concurrency, progress=progress)
     replay = profile.llm_backend == "replay" and any(design_class(n).uses_llm for n in names)
     out: dict[int, dict[str, list[Result]]] = {}
     misses = []
@@ -565,18 +567,54 @@ def run_many(profile: Profile, names: list[str], runs: list[int] | None = None,
     return out
 
 
-def concurrent_first_turns(designs: list, questions: list[Question], runs: list[int]) -> int:
-    """With an OpenAI-compatible server: every LLM design's first turns (its ``first_requests``) sent
-    ``openai_concurrency`` at a time and recorded before the run, which then replays them, as the
-    batch prefetch does for Claude; later turns depend on the first and go one at a time. Returns
-    the number of requests."""
-    n = 0
-    for d in designs:
-        if getattr(d, "uses_llm", False) and getattr(d, "llm", None) is not None:
-            reqs = first_turn_requests(d, questions, runs)
-            d.llm.complete_many(reqs)
-            n += len(reqs)
-    return n
+def concurrent_questions(designs: list, questions: list[Question], runs: list[int], results_dir: Path,
+                         concurrency: int, progress: bool = True) -> int:
+    """With a served model: every question the LLM designs have not saved yet, answered ``concurrency`` at
+    a time (each question all its designs' turns, in a thread of its own), its model replies recorded and
+    the results thrown away; the run then answers question by question, replaying them. Only the waits on
+    the server overlap: the designs' own work (searches, embeddings) runs one thread at a time (a lock the
+    thread gives up while it waits, :meth:`RecordedLLM.held`). The records keep the order of a run that
+    answers one question after another (each question's replies are written once the questions before it
+    are); an interrupted pass keeps those written. The first error, in question order, is raised once the
+    others have finished. Returns how many questions were asked."""
+    llm_designs = [d for d in designs if getattr(d, "uses_llm", False) and hasattr(getattr(d, "llm", None), "held")]
+    if not llm_designs or concurrency < 2:
+        return 0
+    llms = list({id(d.llm): d.llm for d in llm_designs}.values())
+    tasks = []
+    for k in runs:
+        saved = {d.name: {r.qid for r in read_results(run_path(results_dir, d.name, k))} for d in llm_designs}
+        tasks += [(k, q, ds) for q in questions if (ds := [d for d in llm_designs if q.qid not in saved[d.name]])]
+    if not tasks:
+        return 0
+    lock = threading.Lock()
+
+    def answer(task) -> list[dict]:
+        k, q, ds = task
+        with lock, ExitStack() as stack:
+            kept = [stack.enter_context(llm.held(lock)) for llm in llms]
+            for d in ds:
+                d.retrieve(q, k)
+            return kept
+
+    errors = []
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(tasks))) as pool, \
+            bar(total=len(tasks), desc=f"{'+'.join(d.name for d in llm_designs)}: {concurrency} questions at once",
+                unit="q", disable=not progress) as shown:
+        futures = [pool.submit(answer, t) for t in tasks]
+        for f in futures:
+            f.add_done_callback(lambda _f: shown.update())
+        for f in futures:  # in question order: each question's replies written once those before it are
+            try:
+                kept = f.result()
+            except Exception as exc:  # noqa: BLE001 - raised below, once the others are written
+                errors.append(exc)
+                continue
+            for llm, answers in zip(llms, kept):
+                llm.write(answers)
+    if errors:
+        raise errors[0]
+    return len(tasks)
 
 
 def recorded_later(parts: ProfileParts, designs: list, run: int, questions: list[Question]) -> list[str]:

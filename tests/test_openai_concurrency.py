@@ -1,5 +1,6 @@
-"""The OpenAI-compatible backend's concurrent first-turn prefetch (:func:`lib.pipeline.concurrent_first_turns`),
-as :mod:`tests.test_batches` tests the Claude batch prefetch.
+"""A served model answering several questions at once (:func:`lib.pipeline.concurrent_questions`): every
+request a run one question at a time would send, sent several at a time, recorded in that run's order, and
+the run then replayed.
 
 The SDK's own client runs over a scripted HTTP transport (``httpx2.MockTransport``, as in
 tests/test_llm_openai.py) that answers like a model behind a chat completions server: each reply
@@ -22,7 +23,7 @@ from lib.designs.dense import DenseDesign
 from lib.designs.multiquery import MultiQueryDesign
 from lib.llm import LLMError, RecordedLLM, RecordStore, prompts
 from lib.llm.batches import first_turn_requests
-from lib.pipeline import concurrent_first_turns
+from lib.pipeline import concurrent_questions
 from lib.runs import run_designs
 from tests.fakes import ListSearcher
 from tests.test_llm_openai import MODEL, backend, body, error
@@ -109,85 +110,88 @@ def run_all(designs, results_dir) -> dict:
     return out
 
 
-def test_the_first_turns_are_sent_several_at_once_and_each_is_recorded(tmp_path):
+def record_keys(llm) -> dict[str, list[str]]:
+    """The record files' keys, in the order they were written, by kind."""
+    return {kind: [json.loads(line)["key"] for line in llm.store.file(kind).read_text().splitlines()]
+            for kind in ("rewrite", "agent") if llm.store.file(kind).exists()}
+
+
+def sequential(tmp_path):
+    """The same designs answered one question after another (no concurrency): its server, LLM and results."""
+    server = ModelServer(delay_s=0.0)
+    llm, designs = build(tmp_path / "one_at_a_time", server, concurrency=1)
+    return server, llm, run_all(designs, tmp_path / "one_at_a_time" / "results")
+
+
+def test_questions_are_answered_several_at_once_and_recorded_in_the_order_of_one_at_a_time(tmp_path):
     server = ModelServer()
-    llm, designs = build(tmp_path, server, concurrency=3)
-    expected = first_turns(designs)
-    assert len(expected) == 2 * len(QUESTIONS) * len(RUNS)  # multiquery's rewrites, the agent's first decisions
-    n = concurrent_first_turns(designs, QUESTIONS, RUNS)
-    # exactly the first turns, each once, as the backend sends that request; the dense design sends none
-    assert n == len(server.seen) == len(expected)
-    assert bodies(server.seen) == bodies([llm.backend.build_params(r) for r in expected])
-    assert 1 < server.most <= 3
-    # each answer is recorded under its own request (not another thread's)
-    for r in expected:
-        rec = llm.store.get(r)
-        assert rec is not None and rec["response"]["text"] == answer(llm.backend.build_params(r))
-        assert rec["response"]["backend"] == "openai" and rec["run"] == r.run
+    llm, designs = build(tmp_path / "many", server, concurrency=3)
+    results_dir = tmp_path / "many" / "results"
+    n = concurrent_questions(designs, QUESTIONS, RUNS, results_dir, 3, progress=False)
+    assert n == len(QUESTIONS) * len(RUNS) and 1 < server.most <= 3
+    one_server, one_llm, one_results = sequential(tmp_path)
+    # every request of the run (follow-up decisions included) was asked, each once, as a run one at a time asks
+    assert bodies(server.seen) == bodies(one_server.seen)
+    assert record_keys(llm) == record_keys(one_llm)  # and recorded in its order
+    # the run then replays every reply: no request more, the same results
+    asked = len(server.seen)
+    assert run_all(designs, results_dir) == one_results and len(server.seen) == asked
+    assert concurrent_questions(designs, QUESTIONS, RUNS, results_dir, 3, progress=False) == 0  # all saved
 
 
 def test_one_at_a_time_when_openai_concurrency_is_1(tmp_path):
     server = ModelServer(delay_s=0.01)
     _, designs = build(tmp_path, server, concurrency=1)
-    assert concurrent_first_turns(designs, QUESTIONS, RUNS) == len(server.seen) == len(first_turns(designs))
-    assert server.most == 1
+    assert concurrent_questions(designs, QUESTIONS, RUNS, tmp_path / "results", 1, progress=False) == 0
+    assert server.seen == []
 
 
-def test_the_run_then_replays_the_first_turns_and_asks_only_the_later_ones(tmp_path):
+def test_a_question_saved_already_is_not_asked_again(tmp_path):
     server = ModelServer()
-    llm, designs = build(tmp_path / "prefetched", server, concurrency=3)
-    concurrent_first_turns(designs, QUESTIONS, RUNS)
-    prefetched = list(server.seen)
-    server.seen.clear()
-    results = run_all(designs, tmp_path / "prefetched" / "results")
-    # the run sent no first turn again: only the agent's second decisions, after its follow-up search
-    later = server.seen
-    assert later and not bodies(later) & bodies(prefetched)
-    assert all(p["messages"][0]["content"] == prompts.AGENT_SYSTEM and "Search 2:" in p["messages"][-1]["content"]
-               for p in later)
-    assert len(later) == len(FOLLOW_UP) * len(RUNS)
-    # the same designs without the prefetch: the same requests in all, the same results
-    plain_server = ModelServer(delay_s=0.0)
-    _, plain = build(tmp_path / "plain", plain_server, concurrency=3)
-    plain_results = run_all(plain, tmp_path / "plain" / "results")
-    assert bodies(plain_server.seen) == bodies(prefetched) + bodies(later)
-    assert results == plain_results
-    # and the recorded answers were used: multiquery searched the rewrites, the agent its follow-ups
-    for k in RUNS:
-        mq = dict((r[0], r[2]) for r in results["multiquery", k])
-        agent = dict((r[0], r[2]) for r in results["agent", k])
-        for q in QUESTIONS:
-            assert mq[q.qid] == [q.text] + REWRITES[q.text]
-            assert agent[q.qid] == [q.text] + ([FOLLOW_UP[q.text]] if q.text in FOLLOW_UP else [])
-    # a second prefetch answers everything from the record
-    server.seen.clear()
-    assert concurrent_first_turns(designs, QUESTIONS, RUNS) == len(prefetched) and server.seen == []
-    assert all(llm.store.get(r) is not None for r in first_turns(designs))
+    _, designs = build(tmp_path, server, concurrency=3)
+    run_designs(designs, QUESTIONS[:2], 1, tmp_path / "results", progress=False)
+    asked = len(server.seen)
+    todo = [(q, 1) for q in QUESTIONS[2:]] + [(q, 2) for q in QUESTIONS]
+    assert concurrent_questions(designs, QUESTIONS, RUNS, tmp_path / "results", 3, progress=False) == len(todo)
+    # a rewrite and a first decision for each, and a second decision where the agent searched again
+    assert len(server.seen) - asked == sum(2 + (q.text in FOLLOW_UP) for q, _ in todo)
 
 
-def test_an_error_is_raised_once_the_others_have_finished_and_their_answers_stay_recorded(tmp_path):
+def test_an_error_is_raised_once_the_others_have_finished_and_their_replies_stay_recorded_in_order(tmp_path):
     _, probe = build(tmp_path / "probe", ModelServer(), concurrency=3)
     agent_first = first_turn_requests(probe[2], QUESTIONS, RUNS)
-    early, late = agent_first[1], agent_first[4]  # in request order; the later one fails first, at once
+    early, late = agent_first[1], agent_first[4]  # q002 run 1, q002 run 2; the later one fails first, at once
     fail = {early.seed(): (2 * DELAY_S, f"rejected: {early.label} run {early.run}"),
             late.seed(): (0.0, f"rejected: {late.label} run {late.run}")}
     server = ModelServer(fail=fail)
     llm, designs = build(tmp_path, server, concurrency=3, max_retries=0)
-    expected = first_turns(designs)
     with pytest.raises(LLMError, match="BadRequestError: Error code: 400") as info:
-        concurrent_first_turns(designs, QUESTIONS, RUNS)
-    # the first error in request order, raised after every request had been answered
+        concurrent_questions(designs, QUESTIONS, RUNS, tmp_path / "results", 3, progress=False)
+    # the first error in question order, raised once every question had been answered
     assert f"rejected: {early.label} run {early.run}" in str(info.value)
-    assert len(server.seen) == server.finished == len(expected) and server.inflight == 0
-    failed = {early.key(), late.key()}
-    assert [r.key() for r in expected if llm.store.get(r) is None] == [early.key(), late.key()]
-    assert all(llm.store.get(r)["response"]["text"] == answer(llm.backend.build_params(r))
-               for r in expected if r.key() not in failed)
-    # the record is on disk: a rerun sends only the two that failed
+    assert server.finished == len(server.seen) and server.inflight == 0
+    # the other questions' replies are recorded, in the order of a run one at a time; the failed questions' none
+    _, one_llm, _ = sequential(tmp_path)
+    failed = {(early.label, early.run), (late.label, late.run)}
+    kept = {kind: [k for k in keys if asked_by(one_llm.store.records(kind)[k]) not in failed]
+            for kind, keys in record_keys(one_llm).items()}
+    assert record_keys(llm) == kept and all(len(keys) < len(record_keys(one_llm)[k]) for k, keys in kept.items())
+    # a rerun asks the server for the failed questions only
     again = ModelServer()
-    llm2, designs2 = build(tmp_path, again, concurrency=3)
-    assert concurrent_first_turns(designs2, QUESTIONS, RUNS) == len(expected)
-    assert bodies(again.seen) == bodies([llm2.backend.build_params(r) for r in (early, late)])
+    _, designs2 = build(tmp_path, again, concurrency=3)
+    concurrent_questions(designs2, QUESTIONS, RUNS, tmp_path / "results", 3, progress=False)
+    assert {p["seed"] for p in again.seen} >= {early.seed(), late.seed()}
+    runs = {r.seed(): r.run for r in first_turns(designs2)}  # q002's two requests are both first turns
+    assert {(question_of(p["messages"][-1]["content"]), runs[p["seed"]]) for p in again.seen} == failed
+
+
+def question_of(text: str) -> str:
+    return next(q.qid for q in QUESTIONS if q.text in text)
+
+
+def asked_by(rec: dict) -> tuple[str, int]:
+    """(question, run) of a record."""
+    return question_of(str(rec["request"]["messages"][-1])), rec["run"]
 
 
 def test_a_first_read_of_the_record_cannot_drop_an_answer_another_thread_records(tmp_path, monkeypatch):

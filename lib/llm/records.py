@@ -6,9 +6,10 @@ import hashlib
 import json
 import threading
 import time
-from dataclasses import asdict
+from contextlib import contextmanager
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..paths import ROOT
 from ..io import Appender, locked, read_jsonl, repair_torn_tail, write_json
@@ -153,17 +154,55 @@ def record_store(backend: str, model: str, root: Path | None = None, route: str 
 
 
 class RecordedLLM:
-    """Answers from the record when it can; otherwise asks the backend and records the answer."""
+    """Answers from the record when it can; otherwise asks the backend and records the answer (or, within
+    :meth:`held`, keeps it for :meth:`write` to record in the caller's order)."""
 
     def __init__(self, backend: Backend | None, store: RecordStore, *, backend_name: str, model: str):
         self.backend, self.store = backend, store
         self.name, self.model = backend_name, model
+        self._held = threading.local()
+
+    @contextmanager
+    def held(self, lock: threading.Lock | None = None) -> Iterator[dict]:
+        """Within (in this thread): a new answer is kept in the dict yielded (request key -> (request,
+        response)), not recorded, and replayed from it when asked again, as from the record; ``lock``
+        (held by the caller) is released while the backend answers, so that other threads run meanwhile.
+        :meth:`write` records the kept answers: several questions answered at once are recorded in the
+        order of a run that answers one after another."""
+        self._held.answers, self._held.lock = {}, lock
+        try:
+            yield self._held.answers
+        finally:
+            self._held.answers = self._held.lock = None
+
+    def write(self, answers: dict) -> int:
+        """Record answers kept by :meth:`held`, in their order (those the record holds by now left out);
+        returns how many were written."""
+        n = 0
+        for request, response in answers.values():
+            if self.store.get(request) is None:
+                self.store.put(request, response)
+                n += 1
+        return n
+
+    def _ask(self, request: LLMRequest) -> LLMResponse:
+        lock = getattr(self._held, "lock", None)
+        if lock is None:
+            return self.backend.complete(request)
+        lock.release()
+        try:
+            return self.backend.complete(request)
+        finally:
+            lock.acquire()
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         rec = self.store.get(request)
         if rec is not None:
             r = rec["response"]
             return LLMResponse(**{**r, "replayed": True, "decoding": decoding_of(rec)})
+        answers = getattr(self._held, "answers", None)
+        if answers is not None and request.key() in answers:
+            return replace(answers[request.key()][1], replayed=True)
         if self.backend is None:
             where = self.store.file(request.kind)
             where = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
@@ -173,8 +212,11 @@ class RecordedLLM:
                              "Record it by running with llm_backend local (after `make local-llm`), anthropic "
                              "(with ANTHROPIC_API_KEY) or openai (an OpenAI-compatible server at openai_base_url), "
                              "e.g. make notebook NB=05 PARAMS=\"-p llm_backend local\"")
-        response = self.backend.complete(request)
-        self.store.put(request, response)
+        response = self._ask(request)
+        if answers is not None:
+            answers[request.key()] = (request, response)
+        else:
+            self.store.put(request, response)
         return response
 
     def complete_many(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
