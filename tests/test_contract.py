@@ -115,3 +115,27 @@ def test_the_setting_and_its_older_spelling():
     with pytest.raises(ProfileError, match="set openai_constraint alone"):
         load_profile("offline", openai_send_grammar="true", openai_constraint="json_schema")
     assert [contract.prompt_for(c) for c in contract.CONSTRAINTS] == ["local", "local", "local", "anthropic"]
+
+
+def test_a_served_studys_settings_table_says_what_its_replies_were_measured_under():
+    from lib.report.pages import served_rows
+
+    assert served_rows(load_profile("offline").settings) == []  # the shipped study asks no served model
+    rows = dict(served_rows(load_profile("offline", llm_backend="openai", openai_constraint="json_schema").settings))
+    assert rows["model prompt and constraint"] == contract.route_words("local", "json_schema")
+    assert rows["beside the shipped points"].startswith("comparable")
+    rows = dict(served_rows(load_profile("offline", llm_backend="replay", llm_record_backend="openai").settings))
+    assert rows["model prompt and constraint"] == "the article's prompt, no constraint"
+    assert rows["beside the shipped points"].startswith("not comparable")
+
+
+def test_a_saved_runs_route_is_read_from_its_results():
+    from lib.designs import Result
+
+    def run(**prov):
+        return [Result("q1", "agent_tree", 1, [], 1, [], 0.0, provenance=prov)]
+
+    assert contract.route_of_results(run(llm_source="openai", prompt_style="local", openai_constraint="json_object")) \
+        == ("local", "json_object")
+    assert contract.route_of_results(run(llm_source="openai", prompt_style="anthropic")) == ("anthropic", "none")
+    assert contract.route_of_results(run(profile="offline")) is None and contract.route_of_results([]) is None

@@ -167,6 +167,24 @@ def prompt_for(constraint: str) -> str:
     return "local" if constraint in CONTRACT_CONSTRAINTS else "anthropic"
 
 
+def served_route(settings: dict) -> tuple[str, str] | None:
+    """(prompt style, constraint) a profile's served model is asked under; None when its LLM designs do not
+    ask a served model (``llm_backend`` openai, or replaying one)."""
+    source = settings.get("llm_record_backend") if settings.get("llm_backend") == "replay" else settings.get("llm_backend")
+    if source != "openai":
+        return None
+    constraint = constraint_of(settings.get("openai_constraint"), bool(settings.get("openai_send_grammar")))
+    return prompt_for(constraint), constraint
+
+
+def comparison_words(style: str, constraint: str) -> str:
+    """Whether a point measured under this route stands beside the shipped ones, in words."""
+    if comparable(style, constraint):
+        return "comparable with the shipped points (the local prompt under its contract)"
+    return (f"not comparable with the shipped points, measured under {route_words(*SHIPPED_ROUTE)}: the point "
+            "measures the prompt and its constraint as much as the model")
+
+
 def route_of_provenance(prov: dict) -> tuple[str, str]:
     """(prompt style, constraint) of a saved result from its provenance: the local model's runs were
     constrained by its grammar (the fast path), Claude's by nothing; a served model's by the
@@ -179,6 +197,14 @@ def route_of_provenance(prov: dict) -> tuple[str, str]:
     if source == "openai" and prov.get("openai_constraint"):
         return style, str(prov["openai_constraint"])
     return style, "grammar" if style == "local" else "none"
+
+
+def route_of_results(results) -> tuple[str, str] | None:
+    """(prompt style, constraint) of a saved run of an LLM design (its results' provenance: one run, one
+    route); None for a run with no result or no model."""
+    first = next(iter(results), None)
+    prov = getattr(first, "provenance", None) or {}
+    return route_of_provenance(prov) if prov.get("llm_source") else None
 
 
 def route_of_response(response: dict, decoding: str = "") -> tuple[str, str]:

@@ -9,6 +9,7 @@ from .. import pipeline
 from ..config import shown_path
 from ..errors import redacted
 from ..evaluation import scores
+from ..llm.contract import comparison_words, route_words, served_route
 from ..llm.prompts import corpus_for
 from .display import (LACKS, is_study, markdown_code, markdown_text, readable, safe_table, source_words,
                       spreadsheet_safe, styled, with_range)
@@ -78,10 +79,20 @@ def open_page(profile, *settings: str) -> None:
     rows = [("profile", profile.name), ("results folder", shown_path(pipeline.results_dir(profile)))]
     rows += [(k, profile.settings[k]) for k in dict.fromkeys(PAGE_SETTINGS + settings)]
     rows += [(f"override: {k}", v) for k, v in profile.overrides.items()]
+    rows += served_rows(profile.settings)
     display(safe_table(pd.DataFrame([(k.replace("_", " "), setting_text(v)) for k, v in rows],
                          columns=["setting", "value"])))
     if profile.collection_source == "documents":
         display(Markdown(study_banner(profile)))
+
+
+def served_rows(settings: dict) -> list[tuple[str, str]]:
+    """A served model's rows of the settings table: the prompt and the constraint its replies were measured
+    under, and whether its points stand beside the shipped ones (:mod:`lib.llm.contract`); none otherwise."""
+    route = served_route(settings)
+    if route is None:
+        return []
+    return [("model prompt and constraint", route_words(*route)), ("beside the shipped points", comparison_words(*route))]
 
 
 def lacking(part: str, line: str = "") -> None:
