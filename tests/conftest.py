@@ -1,7 +1,10 @@
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,8 +17,13 @@ sys.path.insert(0, str(ROOT))
 if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
     os.environ["OMP_NUM_THREADS"] = "1"
 
+# the tests that read the one worked-example study (the worked_example fixture below): one group, so the study is
+# made once, on the worker that runs them
+WORKED_EXAMPLE_TESTS = ("test_newcomer.py::test_the_readme_worked_example", "test_study.py::test_the_worked_example",
+                        "test_trust_iv.py::test_the_worked_examples_first_run")
 # The tests run on up to 2 workers (pytest-xdist; the Makefile's test target: `-n auto --maxprocesses 2
 # --dist loadgroup`). Each group below runs on one worker, one test after another:
+# - worked: the tests that read the README's worked example, run once on a clean clone (worked_example);
 # - tree: the tests that run a kernel or a script that writes in the working tree, and the check that
 #   the shipped folders stay byte-identical (which any such write would break); the Makefile tests of
 #   test_render_safety.py write only into their scratch folders and run beside them;
@@ -27,8 +35,9 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 # marks do not group under pytest 9, whose node ids xdist can no longer rename). Heavy work is handed
 # out first (HEAVY_FIRST, longest first), so that no worker is left with a long test at the end.
 GROUPS = {
+    "worked": WORKED_EXAMPLE_TESTS,
     "tree": ("test_display.py::test_a_notebook_runs_with_plain_nbconvert", "test_study.py::",
-             "test_trust_iv.py::test_the_worked_examples_first_run", "test_trust_iv.py::test_the_runner_prints"),
+             "test_trust_iv.py::test_the_runner_prints"),
     "pilot": ("test_notebooks_pilot.py::", "test_smoke_pilot.py::"),
     "models": ("test_loop.py::", "test_chunking.py::", "test_index.py::", "test_snapshot.py::", "test_collection.py::",
                "test_faiss_index.py::", "test_search.py::", "test_config.py::test_article_profile_fails_fast",
@@ -36,8 +45,7 @@ GROUPS = {
     "ranx": ("test_designs.py::test_rrf_matches_ranx", "test_designs.py::test_trec_export_is_read_by_ranx"),
     "server": ("test_llm_openai.py::test_a_real_server",),
 }
-HEAVY_FIRST = ("test_notebooks_pilot.py::", "test_smoke_pilot.py::", "test_study.py::test_the_worked_example",
-               "test_trust_iv.py::test_the_worked_examples_first_run",
+HEAVY_FIRST = (*WORKED_EXAMPLE_TESTS, "test_notebooks_pilot.py::", "test_smoke_pilot.py::",
                "test_render_safety.py::test_make_", "test_readme_commands.py::test_a_draw_on_a_clean_clone",
                "test_llm_openai.py::test_a_real_server", "test_loop.py::", "test_scores.py::test_breakdowns",
                "test_designs.py::test_rrf_matches_ranx", "test_pages_render.py::",
@@ -128,3 +136,42 @@ def pilot_run(tmp_path_factory):
     out = {name: tmp / "executed" / f"{name}.ipynb" for name in completed}
     out.update({p.stem: p for p in failed})  # a failed one is read as it stopped: its error is the test's message
     return tmp, out, before, shipped_mtimes()
+
+
+def readme_worked_example() -> list[str]:
+    """The README's worked example, word for word: the `make study` line marked '# the worked example'."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in text.splitlines() if x.startswith("make study") and "# the worked example" in x)
+    return shlex.split(line.split("#", 1)[0])
+
+
+def report_files(report: Path) -> dict[Path, bytes]:
+    """Every file a study's report folder holds but its executed notebooks, by path within it."""
+    return {p.relative_to(report): p.read_bytes() for p in report.rglob("*") if p.is_file() and p.suffix != ".ipynb"}
+
+
+@pytest.fixture(scope="session")
+def worked_example(tmp_path_factory):
+    """The README's worked example (its `make study DOCS=examples/beir-dev ...` line, word for word) on a clean clone
+    of the commit, as a newcomer runs it: the project's venv set up beforehand (`-o setup -o sync`: not installed
+    again), no local model (a clone has none), run twice, the second run the first one's rerun. Made once for the
+    tests that read it (WORKED_EXAMPLE_TESTS, one group): the README's command (test_newcomer), the study's pages
+    and index (test_study), the first run against its rerun (test_trust_iv). Returns its clone, command, the two
+    runs (CompletedProcess), the report folder, its files after each run and the clone's `git status` after both."""
+    from lib.report.bench import fresh_clone
+
+    if not (ROOT / ".venv" / "bin" / "papermill").exists() or shutil.which("git") is None:
+        pytest.skip("needs the project's .venv (make setup) and git")
+    command = readme_worked_example()
+    clone = fresh_clone(tmp_path_factory.mktemp("worked-example") / "clone")
+    name = next(w.split("=", 1)[1] for w in command if w.startswith("NAME="))
+    report = clone / "studies" / name / "results" / "report"
+    runs, files = [], []
+    for _ in range(2):
+        runs.append(subprocess.run([command[0], "-o", "setup", "-o", "sync", *command[1:]], cwd=clone,
+                                   capture_output=True, text=True, timeout=900))
+        files.append(report_files(report) if runs[-1].returncode == 0 else {})
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.venv"],
+                            cwd=clone, capture_output=True, text=True).stdout
+    return SimpleNamespace(clone=clone, command=command, name=name, runs=runs, report=report, files=files,
+                           status=status)

@@ -2,8 +2,6 @@
 pages that ask the model left out by name with the command that enables them, the others run, and the
 same command run again resumes), and the notebook list's designs, which decide what is left out."""
 import re
-import shutil
-import subprocess
 
 import pytest
 
@@ -12,7 +10,7 @@ from lib.errors import ProfileError
 from lib.preflight import pages_to_run
 from lib.report.index_numbers import notebook_designs, notebook_titles
 
-LLM_PAGES = ["05_multiquery", "06_agent", "08_escalate", "09_loop"]
+LLM_PAGES = ["05_multiquery", "06_agent", "08_escalate", "09_loop", "13_query_strategies"]
 
 
 def test_the_notebook_list_names_the_designs_each_notebook_runs():
@@ -46,43 +44,22 @@ def test_pages_that_ask_a_missing_model_are_left_out_by_name_with_the_command():
     assert run == ["03_dense"] and "set openai_base_url or OPENAI_BASE_URL" in said
 
 
-def readme_worked_example() -> list[str]:
-    """The README's worked example, word for word: the `make study` line marked '# the worked example'."""
-    import shlex
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    line = next(x for x in text.splitlines() if x.startswith("make study") and "# the worked example" in x)
-    return shlex.split(line.split("#", 1)[0])
-
-
-def test_the_readme_worked_example_runs_on_a_clean_clone_without_a_model_and_again(tmp_path):
+def test_the_readme_worked_example_runs_on_a_clean_clone_without_a_model_and_again(worked_example):
     """The README's `make study DOCS=examples/beir-dev ...` on a clean clone of the commit, with no local model
-    (a clone has none: models/*.gguf is joined by `make local-llm`): it exits 0, naming the pages it left out
-    and `make local-llm`; run again, it exits 0 and resumes (nothing is computed twice)."""
-    if not (ROOT / ".venv" / "bin" / "papermill").exists() or shutil.which("git") is None:
-        pytest.skip("needs the project's .venv (make setup) and git")
-    command = readme_worked_example()
+    (a clone has none: models/*.gguf is joined by `make local-llm`; tests/conftest.py worked_example): it exits 0,
+    naming the pages it left out and `make local-llm`; run again, it exits 0 and resumes (nothing is computed
+    twice); the clone's `git status` stays clean."""
+    command = worked_example.command
     assert command[:2] == ["make", "study"] and "DOCS=examples/beir-dev" in command
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True)
-    subprocess.run(["git", "checkout", "--quiet", head], cwd=clone, check=True)
-    (clone / ".venv").symlink_to(ROOT / ".venv")  # the project's venv, set up (-o setup: not installed again)
-    runs = []
-    for _ in range(2):
-        done = subprocess.run([command[0], "-o", "setup", "-o", "sync", *command[1:]], cwd=clone, capture_output=True,
-                              text=True, timeout=900)
-        runs.append(done)
+    for done in worked_example.runs:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert "not run: " + ", ".join(LLM_PAGES) in done.stderr and "`make local-llm`" in done.stderr
         assert "running over TCP" not in done.stdout + done.stderr
-    name = next(w.split("=", 1)[1] for w in command if w.startswith("NAME="))
-    report = clone / "studies" / name / "results" / "report"
+    first, again = worked_example.runs
+    report = worked_example.report
     assert {p.stem for p in report.glob("*.html")} == {"index", *(n for n in notebook_titles() if n not in LLM_PAGES)}
-    assert "dense run 1" in runs[0].stderr and "dense run 1" not in runs[1].stderr  # resumed: dense not run again
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.venv"],
-                            cwd=clone, capture_output=True, text=True).stdout
-    assert status == "", status
+    assert "dense run 1" in first.stderr and "dense run 1" not in again.stderr  # resumed: dense not run again
+    assert worked_example.status == "", worked_example.status
 
 
 def test_the_python_is_checked_before_anything_installs():

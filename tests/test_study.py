@@ -4,6 +4,7 @@ and the worked example (the dev questions and collection as a BEIR folder) run e
 the one command at pilot size, leaving the shipped study byte-identical."""
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,6 @@ from lib.evaluation.metrics import per_question, scores_of
 from lib.data.relevance import encode, judgements, relevant_ids
 
 SHIPPED = ("data", "results", "figures", "report", "models")
-EXAMPLE = ROOT / "examples" / "beir-dev"
-EXAMPLE_RECORDS = EXAMPLE / "llm_records"
 
 
 def checksums() -> dict[str, str]:
@@ -119,37 +118,28 @@ def test_per_question_scores_graded_judgements():
     assert row.recall_at_5 == 1.0 and row.mrr_at_10 == 1.0 and row["rank"] == 1 and 0 < row.ndcg_at_10 < 1
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
-def test_the_worked_example_runs_end_to_end_through_make_study():
-    """`make study DOCS=examples/beir-dev` at test size (its first 10 questions): every notebook runs and the
-    index tells the truth about the study; the LLM designs replay the example's recorded calls (made
-    once with the local model); the shipped study stays byte-identical."""
-    name = "beir-dev-test"
-    folder = STUDIES_DIR / name
-    shutil.rmtree(folder, ignore_errors=True)
-    before = checksums()
-    try:
-        if EXAMPLE_RECORDS.exists():  # the example's recorded calls, as a rerun of the study would find them
-            shutil.copytree(EXAMPLE_RECORDS, folder / "results" / "llm_records")
-        done = subprocess.run(["make", "--no-print-directory", "study", f"DOCS={EXAMPLE.relative_to(ROOT)}",
-                               f"NAME={name}",
-                               "SET=question_limit=10 chunk_documents=false llm_backend=replay corpus_description=arxiv"],
-                              cwd=ROOT, capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        index = (folder / "results" / "report" / "index.html").read_text(encoding="utf-8")
-        assert "This study" in index and "examples/beir-dev" in index and "2,000" in index
-        assert "the article:" not in index and "What differs from the article" not in index
-        assert "10 questions" in index
-        assert (folder / "results" / "report" / "12_why.html").exists()
-        # the same papers and questions searched the same way: dense ranks exactly as the shipped dev run
-        from lib.runs import read_results
+def test_the_worked_example_runs_end_to_end_through_make_study(worked_example):
+    """The README's `make study DOCS=examples/beir-dev ...` (tests/conftest.py worked_example: a clean clone, its
+    first 20 questions, no local model): every page that needs no model runs and the index tells the truth about
+    the study; dense ranks exactly as the shipped dev run; the shipped study stays byte-identical (the clone's
+    `git status` is clean). The LLM designs' replay of a study's recorded calls is run by the worked example on
+    Milvus (tests/test_milvus.py)."""
+    first = worked_example.runs[0]
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    limit = int(re.search(r"\bquestion_limit=(\d+)", " ".join(worked_example.command)).group(1))
+    folder = worked_example.clone / "studies" / worked_example.name
+    index = (worked_example.report / "index.html").read_text(encoding="utf-8")
+    assert "This study" in index and "examples/beir-dev" in index and "2,000" in index
+    assert "the article:" not in index and "What differs from the article" not in index
+    assert f"{limit} questions" in index
+    assert (worked_example.report / "12_why.html").exists()
+    # the same papers and questions searched the same way: dense ranks exactly as the shipped dev run
+    from lib.runs import read_results
 
-        ours = {r.qid: r.ranked_ids for r in read_results(folder / "results" / "dense" / "run1.jsonl")}
-        dev = {r.qid: r.ranked_ids for r in read_results(ROOT / "results" / "dev" / "dense" / "run1.jsonl")}
-        assert len(ours) == 10 and all(ours[q] == dev[q] for q in ours)
-        assert checksums() == before
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    ours = {r.qid: r.ranked_ids for r in read_results(folder / "results" / "dense" / "run1.jsonl")}
+    dev = {r.qid: r.ranked_ids for r in read_results(ROOT / "results" / "dev" / "dense" / "run1.jsonl")}
+    assert len(ours) == limit and all(ours[q] == dev[q] for q in ours)
+    assert worked_example.status == "", worked_example.status
 
 
 def test_who_writes_the_questions():

@@ -414,38 +414,21 @@ def test_a_page_whose_run_file_another_process_writes_says_so_where_the_terminal
     assert "bm25 was not run for this page: another process is writing its run file now" in err
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
-def test_the_worked_examples_first_run_and_its_rerun_give_byte_identical_pages():
-    """Probe 3 on the worked example (`make study DOCS=examples/beir-dev`, 10 questions, the pages of the designs
-    that call no model and the scores page): the first run's pages (pages 04 and 07 were rendered with the family
-    of the designs run so far: 2, 4 and 6 tests against the rerun's 8) equal its rerun's byte for byte, every
-    page, table, figure and the index; the rerun executes every page once."""
-    import shutil
-    import subprocess
-
-    from lib.config import STUDIES_DIR
-
-    name = "test-probe49-rerun"
-    folder = STUDIES_DIR / name
-    shutil.rmtree(folder, ignore_errors=True)
-    command = ["make", "--no-print-directory", "study", "DOCS=examples/beir-dev", f"NAME={name}",
-               "SET=question_limit=10 chunk_documents=false llm_backend=replay",
-               "NOTEBOOKS=01_collection 02_questions 03_dense 04_rerank 07_keyword_hybrid 10_scores"]
-    try:
-        first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-        report = folder / "results" / "report"
-        pages = {p.relative_to(report): p.read_bytes() for p in report.rglob("*") if p.is_file() and p.suffix != ".ipynb"}
-        assert {"index.html", "04_rerank.html", "07_keyword_hybrid.html", "10_scores.html"} <= {str(p) for p in pages}
-        again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-        assert "== again" not in again.stdout  # nothing saved by the rerun: each page once
-        now = {p.relative_to(report): p.read_bytes() for p in report.rglob("*") if p.is_file() and p.suffix != ".ipynb"}
-        assert sorted(now) == sorted(pages)
-        differ = [str(p) for p in pages if now[p] != pages[p]]
-        assert not differ, differ
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def test_the_worked_examples_first_run_and_its_rerun_give_byte_identical_pages(worked_example):
+    """Probe 3 on the worked example (the README's `make study DOCS=examples/beir-dev ...`, tests/conftest.py
+    worked_example: every page that needs no model, the scores page among them): the first run's pages (pages 04
+    and 07 were rendered with the family of the designs run so far: 2, 4 and 6 tests against the rerun's 8) equal
+    its rerun's byte for byte, every page, table, figure and the index; the rerun executes every page once."""
+    first, again = worked_example.runs
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    pages, now = worked_example.files
+    assert {"index.html", "04_rerank.html", "07_keyword_hybrid.html", "10_scores.html"} <= {str(p) for p in pages}
+    assert "== again" in first.stdout  # the first run executed the pages before the last run was saved again
+    assert "== again" not in again.stdout  # nothing saved by the rerun: each page once
+    assert sorted(now) == sorted(pages)
+    differ = [str(p) for p in pages if now[p] != pages[p]]
+    assert not differ, differ
 
 
 def test_a_reply_edited_by_hand_in_a_record_written_before_digests_is_named_once_its_folder_is_sealed(tmp_path):
