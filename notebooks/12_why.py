@@ -32,12 +32,19 @@
 #   (`agent_tree`): the agent's own run, and wherever the model stopped before the cap, the same model asked
 #   once more from that state with only the search branch of its reply open, then on to the cap. Each
 #   question thus has a chain of leaves (stop after 1, 2 or 3 searches), every query the model's own, and
-#   the model's decision at every state it reached. A stop judge is then simulated over those real leaves.
+#   the model's decision at every state it reached. The chains are read as the agent runs: a query equal to
+#   the one just searched ends the search, so a chain ends there and no leaf fuses a repeated list. A stop
+#   judge is then simulated over those real leaves, and the accuracies at which it would beat dense (the
+#   break-even) are found exactly.
+# - **The query side.** How large a share of the model's new queries would have to give the best list a
+#   query can give (the source first) for the agent to reach dense: an upper bound, beside the share it
+#   actually wrote strictly better.
 #
-# Two accuracies, defined once and used everywhere: a model's **stop accuracy** is, of the decisions it made
-# with the source among the titles it had been shown (the top 5 of every search so far), the share at which
-# it stopped; its **search accuracy** is, of the decisions made with the source not among them, the share at
-# which it searched again. The method: docs/why.md.
+# Two accuracies, defined once and used everywhere, each measured per decision (the first: after the
+# question's search; the second: after one more), never pooled: a model's **stop accuracy** is, of the
+# decisions it made with the source among the titles it had been shown (the top 5 of every search so far),
+# the share at which it stopped; its **search accuracy** is, of the decisions made with the source not among
+# them, the share at which it searched again. The method: docs/why.md.
 
 # %% tags=["parameters"]
 profile = "offline"
@@ -59,7 +66,7 @@ from lib.report.queries import conditions_records
 
 cfg = notebook_profile(globals())
 open_page(cfg, "rrf_k", "agent_max_searches")
-records = conditions_records(cfg, ("agent", "multiquery", "loop_question_first"))
+records = conditions_records(cfg, why_tables.DESIGNS)  # every LLM design page 12 can take apart
 tables = why_tables.conditions_tables(records)
 # saved beside the results for the index: the shipped study's in results/, any other run's in its own folder
 out_dir = pipeline.results_dir(cfg) if cfg.shipped or cfg.own_dir is not None else cfg.report_dir / "why"
@@ -84,7 +91,7 @@ def ranged(df, pairs):
 
 
 # %% tags=["finding"]
-found = why.finding(tables.paths, tables.judges, conditions[0], names=None) if conditions else ""
+found = why.finding(tables.paths, tables.judges, conditions[0], names=None, bound=tables.bound) if conditions else ""
 if found:
     say("**Finding.** " + found)
 elif conditions:
@@ -95,9 +102,13 @@ else:
 # %% [markdown] tags=["needs-trees"]
 # ## 1. Judges over the model's own decision trees
 # Per condition and model with a tree: the agent minus dense (MRR@10) for a simulated judge, against its stop
-# accuracy, one line per search accuracy. The judge's expected score is exact over each question's real
-# leaves. The model is placed at its measured accuracies: open, the judge's prediction there with its 95%
-# range over questions; filled, the agent's own run that the tree extends; dotted, the best leaf per question.
+# accuracy (the same at every decision), one line per search accuracy. The judge's expected score is exact
+# over each question's real leaves, read as the agent runs (a repeated query ends a chain). The model is
+# placed at its measured accuracies, a bar from its stop accuracy at the first decision to that at the
+# second: open, the judge's prediction at its per-decision accuracies with its 95% range over questions;
+# filled, the agent's runs; dotted, the best leaf per question in hindsight (it knows the answer, so it is
+# no judge). The prediction is tested on the agent's runs outside the tree (the tree extends run 1, whose
+# decisions are among those measured).
 
 # %%
 if not tables.judges.empty:
@@ -119,17 +130,74 @@ else:  # the sections over the trees (tagged needs-trees) are left out of the pa
 
 # %%
 if not tables.judges.empty:
-    shown_j = ranged(tables.judges[tables.judges.metric == "mrr_at_10"],
-                     {"predicted [95%]": "predicted", "actual [95%]": "actual", "run − prediction [95%]": "gap",
-                      "best leaf [95%]": "ceiling"})
-    cols = ["condition", "model", "point", "p_stop", "p_search", "questions", "predicted [95%]", "actual [95%]",
-            "run − prediction [95%]", "best leaf [95%]"]
-    shown_j = shown_j[cols].assign(model=shown_j.model.map(model_label)).rename(
-        columns={"p_stop": "stop accuracy", "p_search": "search accuracy"})
-    display(safe_table(shown_j).format({"stop accuracy": why.percent, "search accuracy": why.percent}).hide(axis="index"))
+    jm = tables.judges[tables.judges.metric == "mrr_at_10"]
+    decisions = [k for k in (1, 2, 3, 4) if f"shown_{k}" in jm and jm[f"shown_{k}"].notna().any()]
+    acc = {f"{name} {why.ORDINALS[k - 1]} (n)": [f"{why.percent(p)} ({int(n)})" if pd.notna(n) else "—"
+                                                 for p, n in zip(jm[f"p_{key}_{k}"], jm[f"{count}_{k}"])]
+           for k in decisions for name, key, count in (("stop accuracy", "stop", "shown"),
+                                                         ("search accuracy", "search", "not_shown"))}
+    shown_j = ranged(jm.assign(**acc), {"predicted [95%]": "predicted", "runs' actual [95%]": "actual",
+                                        "runs outside the tree − prediction [95%]": "gap",
+                                        "best leaf in hindsight [95%]": "hindsight"})
+    cols = (["condition", "model", "point", *acc, "questions", "chains_cut", "predicted [95%]", "runs",
+             "runs' actual [95%]", "tested_runs", "runs outside the tree − prediction [95%]",
+             "best leaf in hindsight [95%]"])
+    display(safe_table(shown_j[cols].assign(model=shown_j.model.map(model_label)).rename(
+        columns={"chains_cut": "chains ended by a repeat", "tested_runs": "runs outside the tree"})).hide(axis="index"))
+
+# %% [markdown] tags=["needs-trees"]
+# **Break-even.** Per condition and model (MRR@10): whether any judge beats dense over these leaves, searched
+# exactly (every corner of the per-decision accuracies, where the best judge must lie), the best judge and the
+# perfect one with their ranges, and the least accuracies that beat dense: the same at every decision with the
+# other accuracy perfect, and at one decision with every other accuracy perfect ("—": none does).
+
+# %%
+if not tables.judges.empty:
+    for c in dict.fromkeys(tables.judges.condition):
+        say(f"**{c}.** " + why.breakeven_sentence(tables.judges, c))
+    be = tables.judges[(tables.judges.metric == "mrr_at_10") & (tables.judges.point == "model")]
+    perfect = tables.judges[(tables.judges.metric == "mrr_at_10") & (tables.judges.point == "perfect judge")]
+    be = be.assign(perfect=perfect.predicted.values, perfect_low=perfect.predicted_low.values,
+                   perfect_high=perfect.predicted_high.values)
+    least = {c: c.replace("breakeven_", "least ").replace("_", " accuracy at decision ")
+             for c in be.columns if c.startswith("breakeven_")}
+    shown_be = ranged(be, {"perfect judge [95%]": "perfect", "best judge [95%]": "best_judge"})
+    shown_be = shown_be[["condition", "model", "beats_dense", "perfect judge [95%]", "best judge [95%]",
+                         "best_judge_at", *least]].assign(model=shown_be.model.map(model_label))
+    display(safe_table(shown_be.rename(columns={"beats_dense": "a judge beats dense", "best_judge_at": "best judge at",
+                                                **least}))
+            .format({c: why.percent for c in least.values()}).hide(axis="index"))
+
+# %% [markdown] tags=["needs-trees"]
+# ## 2. The query side: what better queries would have to do
+# Each new query in the trees (a real re-search, read as the agent runs) is given, with chance *share* and
+# independently, the best list a query can give: the source first, then the rest of its own list. The judge's
+# expected difference from dense is then exact again, at the model's own per-decision accuracies (solid) and
+# with a perfect judge (dashed); a dot marks where it reaches dense. It is an **upper bound** on what that share
+# of better queries could give (no query does better than the source first, and later queries are kept as
+# written), so the share where a line reaches dense is the least that could suffice. The vertical line of each
+# model: the share of its new queries that ranked the source strictly higher than the list the decision was
+# made on.
+
+# %%
+if not tables.bound.empty:
+    display(why_plots.bound_chart(tables.bound_grid, tables.bound, cfg.figures_dir / f"{cfg.name}_query_bound.png",
+                                  label=model_label))
+    for c in dict.fromkeys(tables.bound.condition):
+        say(f"**{c}.** " + why.bound_sentence(tables.bound, c))
+    qb = tables.bound[tables.bound.metric == "mrr_at_10"]
+    display(safe_table(qb.assign(model=qb.model.map(model_label))[
+        ["condition", "model", "accuracies", "p_stop", "p_search", "new_queries", "better", "better_rate", "at_none",
+         "at_better_rate", "at_all", "least_share"]].rename(
+        columns={"new_queries": "new queries", "better": "strictly better", "better_rate": "better-rate",
+                 "at_none": "none given (as run)", "at_better_rate": "at the better-rate (bound)",
+                 "at_all": "all given (bound)", "least_share": "least share reaching dense"}))
+        .format({"better-rate": why.percent, "least share reaching dense": why.percent,
+                 "none given (as run)": why.points, "at the better-rate (bound)": why.points,
+                 "all given (bound)": why.points}).hide(axis="index"))
 
 # %% [markdown] tags=["needs-paths"]
-# ## 2. Where each difference comes from, decision by decision
+# ## 3. Where each difference comes from, decision by decision
 # Each path: its results (question-runs), the questions they cover, and its points (the sum over its results
 # of design minus dense, over results per question times questions): a design's paths add up to its
 # difference from dense.
@@ -141,7 +209,7 @@ else:
     p = tables.paths.assign(model=tables.paths.model.map(model_label))
     for c in conditions:
         for m in dict.fromkeys(tables.paths[tables.paths.condition == c].model):
-            for d in ("agent", "multiquery", "loop_question_first"):
+            for d in why_tables.DESIGNS:
                 text = why.paths_sentence(tables.paths, c, d, m)
                 if text:
                     say(f"**{c}, {model_label(m)}.** {text}")
@@ -152,24 +220,30 @@ else:
             .format({"MRR@10 points": why.points, "recall@5 points": why.points})
             .hide(axis="index"))
 
-# %% [markdown] tags=["needs-trees"]
-# ## 3. The model's queries, from the trees only
-# Every query in the trees against the list the decision was made on (the fused list of the searches before
-# it): strictly better, the same (a tie is no gain), worse, or the source lost from the top 50; split by
-# whether the model chose to search or was asked to where it had stopped, and by where the source was shown.
+# %% [markdown] tags=["needs-paths"]
+# ## 4. The model's queries
+# Every new query in the trees (read as the agent runs) against the list the decision was made on (the fused
+# list of the searches before it): strictly better, the same (a tie is no gain), worse, or the source lost
+# from the top 50; split by whether the model chose to search or was asked to where it had stopped, and by
+# where the source was shown; a query repeating the one just searched ends the chain and is counted apart.
+# Then the same for every LLM design's saved runs: the agent's new queries against the fused list before
+# them; a fused design's queries (multi-query's rewrites, decomposition's sub-queries) against the question's
+# own list; HyDE's one search against dense's list.
 
 # %%
 if tables.quality.empty:
-    lacking("trees")  # said once, in section 1's place
+    lacking("paths")  # said once, in section 3's place
 else:
     for c, m in dict.fromkeys(zip(tables.quality.condition, tables.quality.model)):
-        say(f"**{c}.** " + why.quality_sentence(tables.quality, c, m))
+        text = why.quality_sentence(tables.quality, c, m)
+        if text:
+            say(f"**{c}.** " + text)
     q = tables.quality.assign(model=tables.quality.model.map(model_label)).rename(
         columns={"asked": "the query", "shown": "source shown"})
     display(safe_table(q).hide(axis="index"))
 
 # %% [markdown]
-# ## 4. What was read
+# ## 5. What was read
 # Per condition: the complete runs read, and the questions with a decision tree per model. Then how every
 # saved reply was decoded, per model, record kind and run: *token*, a token at a time; *fast*, the local
 # backend's fast path (docs/speed.md); the two paths can differ in a sampled reply, so a run's path is named
@@ -197,14 +271,14 @@ if unread:
     say("Not read: " + "; ".join(unread) + ".")
 
 # %% [markdown] tags=["arxiv-only", "needs-twopart"]
-# ## 5. The two-part loop: where the second paper was lost
+# ## 6. The two-part loop: where the second paper was lost
 # For each two-part question (both papers needed), how far each paper got in the question-first loop:
 # cited; read but not cited; shown by one of its searches but not read; in its searches' lists (depth 50)
 # but never among the titles shown; or in none of them. *failed*: the step at which the paper that got
 # less far was lost.
 
 # %% [markdown] tags=["study-only", "needs-twopart"]
-# ## 5. The two-part loop: where the second document was lost
+# ## 6. The two-part loop: where the second document was lost
 # For each two-part question (both documents needed), how far each document got in the question-first
 # loop: cited; read but not cited; shown by one of its searches but not read; in its searches' lists
 # (depth 50) but never among the titles shown; or in none of them. *failed*: the step at which the
@@ -225,7 +299,7 @@ else:
     lacking("twopart", "No complete run of the question-first loop on the two-part questions.")
 
 # %% [markdown] tags=["arxiv-only", "needs-sizes"]
-# ## 6. Model size
+# ## 7. Model size
 # The same agent, multi-query and loop with each local model: Qwen2.5-Coder-0.5B-Instruct and the
 # profile's Qwen2.5-Coder-1.5B-Instruct (both run by llama.cpp on the CPU, recorded and replayed), each
 # design minus dense (MRR@10, the 95% paired range) in the questions-as-written and short-question
@@ -234,7 +308,7 @@ else:
 # a model says so in its place.
 
 # %% [markdown] tags=["study-only", "needs-sizes"]
-# ## 6. Model size
+# ## 7. Model size
 # The same agent, multi-query and loop with each model this study ran, each design minus dense (MRR@10,
 # the 95% paired range) per condition. A design not run with a model says so in its place.
 
@@ -268,7 +342,7 @@ else:  # the section's heading and prose (tagged needs-sizes) are left out of th
 # %%
 said = False
 for c in conditions:
-    text = why.finding(tables.paths, tables.judges, c)
+    text = why.finding(tables.paths, tables.judges, c, bound=tables.bound)
     if text:
         reading(f"{c}: {text}")
     extra = why.quality_sentence(tables.quality, c, why.profile_model(tables.paths, c))

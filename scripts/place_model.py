@@ -1,7 +1,9 @@
 """Place your own model on page 12's chart: the agent's decision tree (lib/designs/agent_tree.py) for your
-model on the first N scored questions, then its stop and search accuracy, the difference from dense that a
-judge at those accuracies predicts (95% range over the questions), the agent's own difference, the best leaf,
-and the shipped model beside it (results/judges.csv).
+model on the first N scored questions, then its stop and search accuracy at each decision with their counts,
+the difference from dense that a judge at those accuracies predicts (95% range over the questions), the
+agent's own difference, the break-even (the accuracies at which a judge would beat dense with its queries, or
+that none does), its better-rate with the query side's bound, and where the shipped models sit
+(results/judges.csv, results/query_bound.csv).
 
 Usage: make place-model N=40 SET="llm_backend=openai llm_model=<model> openai_base_url=<server>"
        [PROFILE=offline] [QUESTION_FORM=short] [QUESTION_SET=twopart]
@@ -21,11 +23,10 @@ from lib import pipeline  # noqa: E402
 from lib.report import queries  # noqa: E402
 from lib.config import DEFAULT_PROFILE, env_overrides, load_profile  # noqa: E402
 from lib.errors import DataError, ProfileError  # noqa: E402
-from lib.evaluation import judges  # noqa: E402
+from lib.evaluation import judges, query_bound  # noqa: E402
 from lib.report.why_tables import TREE  # noqa: E402
 from lib.llm.base import LLMError  # noqa: E402
 from lib.report import why  # noqa: E402
-from lib.report.model_size import model_label  # noqa: E402
 from lib.runs import read_results, run_path  # noqa: E402
 
 
@@ -57,15 +58,19 @@ def place(profile, out=print) -> pd.DataFrame:
     tree = read_results(run_path(rdir, TREE, 1))
     chains = judges.condition_chains(tree, qs, dense, profile.rrf_k, profile.agent_max_searches)
     condition = condition_name(profile)
-    rows = pd.DataFrame(judges.judge_rows(chains, condition, profile.llm_model, profile.bootstrap_resamples,
-                                          profile.bootstrap_seed), columns=judges.JUDGE_COLUMNS)
+    rows = judges.frame(judges.judge_rows(chains, condition, profile.llm_model, profile.bootstrap_resamples,
+                                          profile.bootstrap_seed))
+    bound, _ = query_bound.frames(*query_bound.bound_tables(chains, condition, profile.llm_model, profile.rrf_k))
     out(f"{profile.llm_model} ({profile.llm_backend}), {condition}, {len(chains)} questions: its runs are in {rdir}")
     out(why.judges_sentence(rows, condition, profile.llm_model))
-    shipped = why.table(load_profile(DEFAULT_PROFILE).results_dir, "judges")
-    ref = shipped[(shipped.condition == condition) & (shipped.point == "model") & (shipped.metric == "mrr_at_10")]
-    for r in ref.itertuples():
-        out(f"On page 12's chart ({condition}): {model_label(r.model)} sits at stop accuracy {why._pct(r.p_stop)}, "
-            f"search accuracy {why._pct(r.p_search)}, predicted {why._signed(r.predicted)} over {r.questions} questions.")
+    out(why.placement(rows, bound, condition, profile.llm_model))
+    shipped_dir = load_profile(DEFAULT_PROFILE).results_dir
+    shipped, shipped_bound = why.table(shipped_dir, "judges"), why.table(shipped_dir, "bound")
+    models = dict.fromkeys(shipped[shipped.condition == condition].model) if not shipped.empty else {}
+    for model in models:
+        line = why.placement(shipped, shipped_bound, condition, model)
+        if line:
+            out(f"On page 12, beside it: {line}")
     return rows
 
 

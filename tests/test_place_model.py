@@ -36,9 +36,15 @@ def test_place_a_recorded_model_on_the_chart(tmp_path):
 
     parts = pipeline.ProfileParts(profile, progress=False)
     chains = judges.condition_chains(saved, pipeline.scored_questions(profile, parts.papers), dense)
-    acc = judges.accuracy(chains)
-    assert model.p_stop == pytest.approx(acc["p_stop"])
+    first, second = judges.accuracy(chains)
+    assert (model.p_stop_1, model.shown_1) == (pytest.approx(first["p_stop"]), first["shown"])
+    assert (model.p_stop_2, model.shown_2) == (pytest.approx(second["p_stop"]), second["shown"])
     assert any("stop accuracy" in line and "predicts" in line for line in lines)
+    # each accuracy with its count, the break-even, the better-rate, and where the shipped models sit
+    mine = next(line for line in lines if line.startswith("Qwen2.5-Coder 1.5B, full questions (3 questions)"))
+    assert f"stop accuracy {first['p_stop']:.0%} (n {first['shown']}) then" in mine
+    assert "Break-even: " in mine and "Better-rate: " in mine
+    assert sum(line.startswith("On page 12, beside it: ") and "Break-even" in line for line in lines) == 2
     assert (Path(tmp_path) / "agent_tree" / "run1.jsonl").exists()
 
 

@@ -12,10 +12,19 @@ deep: :mod:`lib.evaluation.loss`):
   the list the decision was made on (the fused list of the searches so far, what stopping would have
   returned): ``better`` (strictly higher), ``same`` (the same rank, or missing from both), ``worse``
   (lower, still in the new query's top 50) or ``lost`` (not in the new query's top 50);
-* multi-query: by its three rewrites against the question's own list: ``a rewrite better, none worse``,
-  ``better and worse``, ``none better, some worse`` (a lost source counts as worse) or ``all the same``;
-* then, for both, by the final list against dense's: ``above dense`` / ``same as dense`` / ``below
+* a design that fuses the question's list with its model's queries' lists, written up front (multi-query's
+  rewrites, sub-question decomposition's sub-queries): by what those queries did against the question's own
+  list: ``a rewrite better, none worse``, ``better and worse``, ``none better, some worse`` (a lost source
+  counts as worse), ``all the same`` or ``no query of its own`` (a refused or empty reply: the question alone);
+* a design that makes one search of its own (HyDE: the question's and a written abstract's mean vector):
+  ``one search``;
+* then, for every design, by the final list against dense's: ``above dense`` / ``same as dense`` / ``below
   dense`` (the source's rank in the saved list against the saved dense run's; beyond 50 ranks equal).
+
+Which of these a design is: :data:`PATH_KINDS` (the agent with its list reranked is the agent's decisions
+with its own final list). Left out: escalate (its searches are hybrid searches with a rerank, not the
+condition's dense search its queries are searched again with here) and the model-first loop (no search of
+the question to decide after).
 
 Each path's *points* are the sum over its results of (design − dense) on a measure, divided by the
 number of results a question has times the number of questions: the mean over questions of the mean over
@@ -39,7 +48,15 @@ DEPTH = 50
 SHOWN_WORDS = ("at rank 1", "at 2-5", "not shown")
 QUERY_WORDS = ("better", "same", "worse", "lost")
 FINAL_WORDS = ("above dense", "same as dense", "below dense")
-REWRITE_WORDS = ("a rewrite better, none worse", "better and worse", "none better, some worse", "all the same")
+REWRITE_WORDS = ("a rewrite better, none worse", "better and worse", "none better, some worse", "all the same",
+                 "no query of its own")
+DECISIONS, FUSED, ONE_SEARCH = "decisions", "fused queries", "one search"
+# how each LLM design is taken apart (every design with saved runs and a kind here is; see the docstring)
+PATH_KINDS = {"agent": DECISIONS, "agent_rerank": DECISIONS, QUESTION_FIRST: DECISIONS, "multiquery": FUSED,
+              "decompose": FUSED, "hyde": ONE_SEARCH}
+PATH_DESIGNS = tuple(PATH_KINDS)
+# what a fused design's queries are called (plural, one): the path's words and the query-quality table's
+QUERY_NAMES = {"multiquery": ("rewrites", "rewrite"), "decompose": ("sub-queries", "sub-query")}
 COLUMNS = ["condition", "design", "model", "path", "decision", "shown", "query", "final", "results", "questions",
            "mrr_at_10_points", "recall_at_5_points"]
 
@@ -93,14 +110,48 @@ def agent_path(result: Result, source: str, search: Search, dense: Sequence[str]
             "query": query_effect(fused([first], rrf_k), new, source), "final": final}
 
 
+def kind_of(design: str) -> str | None:
+    return PATH_KINDS.get(design)
+
+
+def query_names(design: str) -> tuple[str, str]:
+    return QUERY_NAMES.get(design, ("queries", "query"))
+
+
+def rewrite_words(design: str) -> tuple[str, ...]:
+    """REWRITE_WORDS in a fused design's own word for its queries."""
+    one = query_names(design)[1]
+    return tuple(w.replace("a rewrite", f"a {one}") for w in REWRITE_WORDS)
+
+
 def multiquery_path(result: Result, source: str, search: Search, dense: Sequence[str]) -> dict:
-    """One multi-query result's path: its rewrites against the question's own list, then the final list."""
+    """One result of a fused design (multi-query, decomposition): its queries against the question's own list,
+    then the final list."""
+    words = rewrite_words(result.design)
     question = list(search(result.queries[0]))
     effects = Counter(query_effect(question, list(search(q)), source) for q in result.queries[1:])
     better, worse = effects["better"] > 0, effects["worse"] + effects["lost"] > 0
-    word = (REWRITE_WORDS[1] if better and worse else REWRITE_WORDS[0] if better else
-            REWRITE_WORDS[2] if worse else REWRITE_WORDS[3])
-    return {"decision": "rewrites", "shown": "", "query": word, "final": final_vs_dense(result.ranked_ids, dense, source)}
+    word = (words[4] if len(result.queries) < 2 else words[1] if better and worse else words[0] if better else
+            words[2] if worse else words[3])
+    return {"decision": query_names(result.design)[0], "shown": "", "query": word,
+            "final": final_vs_dense(result.ranked_ids, dense, source)}
+
+
+def one_search_path(result: Result, source: str, dense: Sequence[str]) -> dict:
+    """One result of a design that makes one search of its own (HyDE): its list against dense's."""
+    return {"decision": ONE_SEARCH, "shown": "", "query": "", "final": final_vs_dense(result.ranked_ids, dense, source)}
+
+
+def path_of(result: Result, source: str, search: Search, dense: Sequence[str], rrf_k: int = 60,
+            shown: int = SHOWN, design: str | None = None) -> dict:
+    """One result's path by its design's kind (``design``, else the result's own; a design of no known kind
+    is read as the agent's decisions)."""
+    kind = kind_of(design or result.design)
+    if kind == FUSED:
+        return multiquery_path(result, source, search, dense)
+    if kind == ONE_SEARCH:
+        return one_search_path(result, source, dense)
+    return agent_path(result, source, search, dense, rrf_k, shown)
 
 
 def path_name(p: dict) -> str:
@@ -118,8 +169,7 @@ def design_paths(results: Sequence[Result], questions: Sequence[Question], searc
     rows = []
     for r, q in pairs:
         d = dense[q.qid]
-        p = (agent_path(r, q.source_id, search, d, rrf_k, shown) if design != "multiquery"
-             else multiquery_path(r, q.source_id, search, d))
+        p = path_of(r, q.source_id, search, d, rrf_k, shown, design)
         mine, base = scores_of(r.ranked_ids, q.source_id), scores_of(d, q.source_id)
         weight = 1.0 / (runs_of[q.qid] * n_q)
         rows.append({"qid": q.qid, "run": r.run, **p, "path": path_name(p),
@@ -141,16 +191,16 @@ def summary(per_result: pd.DataFrame, condition: str, design: str, model: str) -
     return out[COLUMNS].sort_values(["decision", "shown", "query", "final"], key=_order).reset_index(drop=True)
 
 
-_RANK = {w: i for i, w in enumerate(("stopped", "searched again", "rewrites", "", *SHOWN_WORDS, *QUERY_WORDS,
-                                     *REWRITE_WORDS, *FINAL_WORDS))}
+_RANK = {w: i for i, w in enumerate(dict.fromkeys((
+    "stopped", "searched again", *(n for n, _ in QUERY_NAMES.values()), "queries", ONE_SEARCH, "", *SHOWN_WORDS,
+    *QUERY_WORDS, *(w for d in (*QUERY_NAMES, "") for w in rewrite_words(d)), *FINAL_WORDS)))}
 
 
 def _order(col: pd.Series) -> pd.Series:
     return col.map(lambda w: _RANK.get(w, len(_RANK)))
 
 
-def condition_paths(condition: str, records_by_model: dict,
-                    designs: Sequence[str] = ("agent", "multiquery", QUESTION_FIRST)) -> pd.DataFrame:
+def condition_paths(condition: str, records_by_model: dict, designs: Sequence[str] = PATH_DESIGNS) -> pd.DataFrame:
     """Every model's paths in one condition (``records_by_model``: model -> ``loss.ConditionRecords``, as
     :func:`lib.report.why_tables.model_records` gives them, the profile's model first); every model is
     compared with the condition's own dense run (another model's folder holds none of its own). A design
@@ -160,7 +210,7 @@ def condition_paths(condition: str, records_by_model: dict,
     for model, rec in records_by_model.items():
         if rec.search is None or not dense:
             continue
-        for d in designs:
+        for d in (d for d in designs if kind_of(d)):
             complete, _ = rec.runs.get(d, ([], []))
             if not complete:
                 continue

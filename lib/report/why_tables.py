@@ -1,7 +1,9 @@
 """Page 12's tables over every condition and local model, from the saved records (no model call):
-the decision paths (:mod:`lib.evaluation.why_paths`), the judges over the agent's decision trees, their
-grid and the quality of the trees' queries (:mod:`lib.evaluation.judges`). Written beside the profile's
-results as ``why_paths.csv``, ``judges.csv``, ``judges_grid.csv`` and ``query_quality.csv``."""
+the decision paths of every LLM design with saved runs (:mod:`lib.evaluation.why_paths`), the judges over the
+agent's decision trees and their grid (:mod:`lib.evaluation.judges`), the quality of the designs' and the
+trees' queries (:mod:`lib.evaluation.query_quality`) and the query side's bound
+(:mod:`lib.evaluation.query_bound`). Written beside the profile's results as ``why_paths.csv``,
+``judges.csv``, ``judges_grid.csv``, ``query_quality.csv``, ``query_bound.csv`` and ``query_bound_grid.csv``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from ..errors import DataError, ProfileError
 from ..io import read_jsonl
 from ..llm.local_backend import LOCAL_MODELS
 from ..llm.records import RECORDS_DIR, decoding_of, record_checker
-from ..evaluation import judges, why_paths
+from ..evaluation import judges, query_bound, query_quality, why_paths
 from ..evaluation.loss import SHOWN, ConditionRecords
 from ..runs import read_results, run_files
 from .queries import condition_records
@@ -29,14 +31,20 @@ class WhyTables:
     judges: pd.DataFrame
     grid: pd.DataFrame
     quality: pd.DataFrame
+    bound: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=query_bound.BOUND_COLUMNS))
+    bound_grid: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=query_bound.GRID_COLUMNS))
     trees: dict = field(default_factory=dict)  # (condition, model) -> questions with a tree
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {"paths": self.paths, "judges": self.judges, "grid": self.grid, "quality": self.quality}
+        return {"paths": self.paths, "judges": self.judges, "grid": self.grid, "quality": self.quality,
+                "bound": self.bound, "bound_grid": self.bound_grid}
 
 
-def model_records(records: ConditionRecords,
-                  designs: Sequence[str] = ("agent", "multiquery", "loop_question_first")) -> dict[str, ConditionRecords]:
+# the designs page 12 takes apart: every LLM design of a known kind (lib.evaluation.why_paths.PATH_KINDS)
+DESIGNS = why_paths.PATH_DESIGNS
+
+
+def model_records(records: ConditionRecords, designs: Sequence[str] = DESIGNS) -> dict[str, ConditionRecords]:
     """The profile model's records (``records``, as they are) and every other local model's saved records in
     the same condition; a model with no saved run of ``designs`` and no tree, or whose profile or records
     cannot be read, is left out."""
@@ -61,27 +69,38 @@ def tree_results(rec: ConditionRecords) -> list:
     return read_results(files[0]) if files else []
 
 
+def agent_runs(rec: ConditionRecords) -> dict[int, dict[str, list[str]]]:
+    """The agent's complete saved runs of a condition's model: run -> question -> its saved list."""
+    out: dict[int, dict[str, list[str]]] = {}
+    for r in rec.runs.get("agent", ([], []))[0]:
+        out.setdefault(r.run, {})[r.qid] = list(r.ranked_ids)
+    return out
+
+
 def condition_tables(condition: str, records: ConditionRecords) -> WhyTables:
     """One condition's tables over every local model with saved runs or trees."""
     models = model_records(records)
     dense = next((r.dense for r in models.values() if r.dense), None)
     paths = why_paths.condition_paths(condition, models)
-    jrows, grows, quality, trees = [], [], [], {}
+    jrows, grows, brows, bgrid, saved, trees = [], [], [], [], {}, {}
     for model, rec in models.items():
         tree = tree_results(rec)
         if not tree or not dense:
             continue
-        cap = rec.profile.agent_max_searches
-        chains = judges.condition_chains(tree, rec.questions, dense, rec.profile.rrf_k, cap, SHOWN)
+        saved[model] = tree
+        cap, rrf_k = rec.profile.agent_max_searches, rec.profile.rrf_k
+        chains = judges.condition_chains(tree, rec.questions, dense, rrf_k, cap, SHOWN)
         if not chains:
             continue
         trees[(condition, model)] = len(chains)
-        jrows += judges.judge_rows(chains, condition, model, rec.profile.bootstrap_resamples, rec.profile.bootstrap_seed)
+        jrows += judges.judge_rows(chains, condition, model, rec.profile.bootstrap_resamples, rec.profile.bootstrap_seed,
+                                   runs=agent_runs(rec), tree_run=tree[0].run)
         grows += judges.grid_rows(chains, condition, model)
-        quality.append(judges.query_quality(tree, rec.questions, condition, model, rec.profile.rrf_k))
-    return WhyTables(paths, pd.DataFrame(jrows, columns=judges.JUDGE_COLUMNS), pd.DataFrame(grows),
-                     pd.concat(quality, ignore_index=True) if quality else pd.DataFrame(columns=judges.QUALITY_COLUMNS),
-                     trees)
+        b, bg = query_bound.bound_tables(chains, condition, model, rrf_k, SHOWN)
+        brows, bgrid = brows + b, bgrid + bg
+    bound, bound_grid = query_bound.frames(brows, bgrid)
+    return WhyTables(paths, judges.frame(jrows), pd.DataFrame(grows),
+                     query_quality.condition_quality(condition, models, saved), bound, bound_grid, trees)
 
 
 def conditions_tables(records: dict[str, "ConditionRecords | str"]) -> WhyTables:
@@ -92,7 +111,8 @@ def conditions_tables(records: dict[str, "ConditionRecords | str"]) -> WhyTables
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
     trees = {k: v for p in parts for k, v in p.trees.items()}
     return WhyTables(cat("paths", why_paths.COLUMNS), cat("judges", judges.JUDGE_COLUMNS), cat("grid"),
-                     cat("quality", judges.QUALITY_COLUMNS), trees)
+                     cat("quality", query_quality.QUALITY_COLUMNS), cat("bound", query_bound.BOUND_COLUMNS),
+                     cat("bound_grid", query_bound.GRID_COLUMNS), trees)
 
 
 def records_root(profile) -> Path:
@@ -118,7 +138,8 @@ def saved_records(path: Path) -> list[dict]:
 
 # the record kinds each LLM design's replies are saved under (lib.designs: its requests' ``kind``)
 DESIGN_KINDS = {"agent": ("agent",), "agent_rerank": ("agent",), "multiquery": ("rewrite",), "loop": ("loop",),
-                 "loop_question_first": ("loop_question_first",), "escalate": ("escalate", "agent")}
+                 "loop_question_first": ("loop_question_first",), "escalate": ("escalate", "agent"),
+                 "decompose": ("decompose",), "hyde": ("hyde",)}
 
 
 def _asked(rec: dict) -> set[str]:
