@@ -2,11 +2,13 @@
 model on the first N scored questions, then its stop and search accuracy at each decision with their counts,
 the difference from dense that a judge at those accuracies predicts (95% range over the questions), the
 agent's own difference, the break-even (the accuracies at which a judge would beat dense with its queries, or
-that none does), its better-rate with the query side's bound, and where the shipped models sit
-(results/judges.csv, results/query_bound.csv).
+that none does), its better-rate with the query side's bound, the prompt and constraint its replies were
+measured under (a served model: openai_constraint, lib/llm/contract.py; a point under another prompt or no
+constraint is not comparable with the shipped ones), and where the shipped models sit (results/judges.csv,
+results/query_bound.csv).
 
-Usage: make place-model N=40 SET="llm_backend=openai llm_model=<model> openai_base_url=<server>"
-       [PROFILE=offline] [QUESTION_FORM=short] [QUESTION_SET=twopart]
+Usage: make place-model N=40 SET="llm_backend=openai llm_model=<model> openai_base_url=<server>
+       openai_constraint=<json_schema | grammar | json_object>" [PROFILE=offline] [QUESTION_FORM=short] [QUESTION_SET=twopart]
 (from the environment: PLACE_N, PLACE_SET, PLACE_PROFILE and the condition variables; or as arguments:
 python scripts/place_model.py N [KEY=VALUE ...]). Its runs are kept in a folder of their own (the
 profile's results/variants/...), resumed when interrupted, and replayed when run again.
@@ -25,6 +27,7 @@ from lib.config import DEFAULT_PROFILE, env_overrides, load_profile  # noqa: E40
 from lib.errors import DataError, ProfileError  # noqa: E402
 from lib.evaluation import judges, query_bound  # noqa: E402
 from lib.report.why_tables import TREE  # noqa: E402
+from lib.llm import contract  # noqa: E402
 from lib.llm.base import LLMError  # noqa: E402
 from lib.report import why  # noqa: E402
 from lib.runs import read_results, run_path  # noqa: E402
@@ -64,6 +67,9 @@ def place(profile, out=print) -> pd.DataFrame:
     out(f"{profile.llm_model} ({profile.llm_backend}), {condition}, {len(chains)} questions: its runs are in {rdir}")
     out(why.judges_sentence(rows, condition, profile.llm_model))
     out(why.placement(rows, bound, condition, profile.llm_model))
+    route = contract.route_of_results(tree)
+    if route is not None:  # what the point measures: the model under this prompt and constraint
+        out(f"Measured under {contract.route_words(*route)}: {contract.comparison_words(*route)}.")
     shipped_dir = load_profile(DEFAULT_PROFILE).results_dir
     shipped, shipped_bound = why.table(shipped_dir, "judges"), why.table(shipped_dir, "bound")
     models = dict.fromkeys(shipped[shipped.condition == condition].model) if not shipped.empty else {}

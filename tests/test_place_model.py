@@ -40,6 +40,9 @@ def test_place_a_recorded_model_on_the_chart(tmp_path):
     assert (model.p_stop_1, model.shown_1) == (pytest.approx(first["p_stop"]), first["shown"])
     assert (model.p_stop_2, model.shown_2) == (pytest.approx(second["p_stop"]), second["shown"])
     assert any("stop accuracy" in line and "predicts" in line for line in lines)
+    # what the point measures: the local prompt under its grammar, as the shipped points
+    assert "Measured under the local prompt (worked examples), a GBNF grammar (the local fast path): comparable" \
+        " with the shipped points" in "\n".join(lines)
     # each accuracy with its count, the break-even, the better-rate, and where the shipped models sit
     mine = next(line for line in lines if line.startswith("Qwen2.5-Coder 1.5B, full questions (3 questions)"))
     assert f"stop accuracy {first['p_stop']:.0%} (n {first['shown']}) then" in mine
@@ -54,3 +57,32 @@ def test_bad_input_is_one_line(capsys, monkeypatch):
     assert pm.main(["3", "llm_backend"]) == 2 and "is not KEY=VALUE" in capsys.readouterr().err
     assert pm.main(["3", "llm_backend=replay"]) == 2 and "llm_backend=openai" in capsys.readouterr().err
     assert pm.main(["3", "no_such_setting=1"]) == 2 and "no_such_setting" in capsys.readouterr().err
+
+
+def served_placement():
+    spec = importlib.util.spec_from_file_location("served_placement", ROOT / "scripts" / "served_placement.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_served_placement_compares_each_reply_with_the_local_one_of_the_same_request(tmp_path):
+    """scripts/served_placement.py (the 40-question placement of a served copy): a served reply is matched to the
+    local reply of the same request by its key; the points agree when each lies in the other's range."""
+    from lib.llm import LLMRequest, LLMResponse, RecordStore
+
+    sp = served_placement()
+    local, served = RecordStore(tmp_path / "local"), RecordStore(tmp_path / "served")
+    asked = [LLMRequest("agent", "s", (("user", f"question {i}"),), 64, 0.3, 1, "root ::= x") for i in range(4)]
+    for i, r in enumerate(asked[:3]):
+        local.put(r, LLMResponse(f"reply {i}", 10, 5, 2.0, 0.0, "m", "local", decoding="fast"))
+    for i, r in enumerate(asked):
+        served.put(r, LLMResponse("other" if i == 1 else f"reply {i}", 10, 5, 4.0, 0.0, "m", "openai"))
+    c = sp.compare_replies(tmp_path / "served", local)
+    assert (c["same"], c["differ"], c["not_asked_locally"]) == (2, 1, 1)
+    assert c["examples"][0]["served"] == "other" and c["examples"][0]["local"] == "reply 1"
+    assert (c["served_median_s"], c["local_median_s"]) == (4.0, 2.0)
+    a = {"predicted": 0.0, "predicted_low": -0.02, "predicted_high": 0.02}
+    assert sp.within(a, {"predicted": 0.01, "predicted_low": -0.01, "predicted_high": 0.03}, "predicted")
+    assert not sp.within(a, {"predicted": 0.05, "predicted_low": 0.03, "predicted_high": 0.07}, "predicted")
+    assert sp.main(["3", "regex"]) == 2

@@ -1,0 +1,130 @@
+"""The shipped 1.5B model served as a user serves it (llama-cpp-python's OpenAI-compatible server, the model's
+own chat template) and placed on page 12's chart on the first N questions by each constraint route given, beside
+the local backend's point on the same questions (replayed from its records): do the two points agree within their
+ranges, and how many of the served replies differ from the local ones, and where?
+
+Usage: python scripts/served_placement.py [N] [ROUTE ...]     (N: 40; ROUTE: json_object, grammar, json_schema
+       or none; default json_object grammar)
+The served runs go through scripts/place_model.py's place() into folders of their own (the profile's
+results/variants/..., keyed by the route and N), record every reply there and resume when interrupted: run
+again, they replay. Writes the comparison to <that folder>/served_placement.json and prints it. The server's
+threads: LOCAL_LLM_THREADS (default 2); its log: build/served-placement-server.log.
+"""
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+import place_model  # noqa: E402
+
+from lib.config import DEFAULT_PROFILE, load_profile  # noqa: E402
+from lib.io import write_json  # noqa: E402
+from lib.llm import contract, served  # noqa: E402
+from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model  # noqa: E402
+from lib.llm.records import RecordStore, records_dir  # noqa: E402
+
+KINDS = ("agent", "agent_tree", "agent_tree_search")  # the tree's three kinds of reply
+ROUTES = ("json_object", "grammar")
+
+
+def point(rows) -> dict:
+    """The model's point (MRR@10) of place()'s rows."""
+    r = rows[(rows.point == "model") & (rows.metric == "mrr_at_10")].iloc[0]
+    return {k: (None if r[k] != r[k] else float(r[k])) for k in
+            ("p_stop", "p_search", "predicted", "predicted_low", "predicted_high", "actual", "actual_low", "actual_high")} | \
+        {"questions": int(r["questions"]), "decisions_shown": int(r["decisions_shown"]),
+         "decisions_not_shown": int(r["decisions_not_shown"])}
+
+
+def within(a: dict, b: dict, key: str) -> bool:
+    """Whether each point's ``key`` lies in the other's 95% range."""
+    lo, hi = f"{key}_low", f"{key}_high"
+    if None in (a[key], b[key], a[lo], a[hi], b[lo], b[hi]):
+        return False
+    return b[lo] <= a[key] <= b[hi] and a[lo] <= b[key] <= a[hi]
+
+
+def compare_replies(served_dir: Path, local: RecordStore) -> dict:
+    """Each served reply against the local record of the same request (the same key: the same prompt, grammar,
+    temperature and run): the same text, another text, or no local reply (the chain went elsewhere earlier)."""
+    out = {"same": 0, "differ": 0, "not_asked_locally": 0, "examples": [], "served_s": [], "local_s": []}
+    store = RecordStore(served_dir)
+    for kind in KINDS:
+        for key, rec in store.records(kind).items():
+            mine = local.records(kind).get(key)
+            if mine is None:
+                out["not_asked_locally"] += 1
+                continue
+            out["served_s"].append(rec["response"]["latency_s"])
+            out["local_s"].append(mine["response"]["latency_s"])
+            if rec["response"]["text"] == mine["response"]["text"]:
+                out["same"] += 1
+            else:
+                out["differ"] += 1
+                if len(out["examples"]) < 5:
+                    out["examples"].append({"kind": kind, "question": rec["request"]["messages"][-1][1][:80],
+                                            "served": rec["response"]["text"], "local": mine["response"]["text"],
+                                            "local_decoding": mine["response"].get("decoding", "")})
+    for k in ("served_s", "local_s"):
+        values = out.pop(k)
+        out[f"{k[:-2]}_median_s"] = round(statistics.median(values), 2) if values else None
+    return out
+
+
+def main(argv: list[str]) -> int:
+    n = int(argv[0]) if argv and argv[0].isdigit() else 40
+    routes = [a for a in argv if not a.isdigit()] or list(ROUTES)
+    for r in routes:
+        if r not in contract.CONSTRAINTS:
+            print(f"error: route {r!r} is not one of {', '.join(contract.CONSTRAINTS)}", file=sys.stderr)
+            return 2
+    model = local_model(DEFAULT_LOCAL_MODEL)
+    print(f"the local backend's point on the first {n} questions (replayed from its records):")
+    local_profile = load_profile(DEFAULT_PROFILE, question_limit=n, llm_backend="replay")
+    local = point(place_model.place(local_profile))
+    local_store = RecordStore(records_dir("local", model.name))
+    summary = {"questions": n, "model": model.name, "local": local, "routes": {}}
+    log = ROOT / "build" / "served-placement-server.log"
+    with served.serve(model.file, model.name, log) as base:
+        os.environ["OPENAI_BASE_URL"] = base  # not a setting: the results' folder does not depend on the port
+        for route in routes:
+            print(f"\nserved by llama-cpp-python's server, route {route} "
+                  f"({contract.route_words(contract.prompt_for(route), route)}):")
+            profile = load_profile(DEFAULT_PROFILE, question_limit=n, llm_backend="openai", llm_model=model.name,
+                                   openai_constraint=route, openai_concurrency=1)  # one request at a time: it serialises them
+            load, start = os.getloadavg(), time.perf_counter()
+            p = point(place_model.place(profile))
+            folder = records_dir("openai", model.name, profile.own_dir / "llm_records",
+                                 route if route in contract.SCHEMA_CONSTRAINTS else "")
+            row = {"point": p, "replies": compare_replies(folder, local_store), "wall_s": round(time.perf_counter() - start),
+                   "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
+                   "results": str(profile.results_dir.relative_to(ROOT)),
+                   "predicted_within_ranges": within(p, local, "predicted"),
+                   "actual_within_ranges": within(p, local, "actual"),
+                   "comparable": contract.comparable(contract.prompt_for(route), route)}
+            summary["routes"][route] = row
+            c = row["replies"]
+            print(f"  stop accuracy {p['p_stop']:.3f} (local {local['p_stop']:.3f}), search accuracy "
+                  f"{p['p_search'] if p['p_search'] is not None else float('nan'):.3f} (local "
+                  f"{local['p_search'] if local['p_search'] is not None else float('nan'):.3f}); predicted "
+                  f"{p['predicted']:+.3f} (local {local['predicted']:+.3f}), within each other's ranges: "
+                  f"{row['predicted_within_ranges']}; its run {p['actual']:+.3f} (local {local['actual']:+.3f}), "
+                  f"within: {row['actual_within_ranges']}")
+            print(f"  replies: {c['same']} the same as the local backend's, {c['differ']} differ, "
+                  f"{c['not_asked_locally']} asked only here; median {c['served_median_s']} s a call served, "
+                  f"{c['local_median_s']} s recorded locally")
+            write_json(profile.results_dir / "served_placement.json", summary)
+            print(f"  written: {(profile.results_dir / 'served_placement.json').relative_to(ROOT)}")
+    print(json.dumps({r: {k: v for k, v in row.items() if k != "replies"} for r, row in summary["routes"].items()},
+                     indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
