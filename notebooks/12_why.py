@@ -149,7 +149,7 @@ if not tables.judges.empty:
 # **Break-even.** Per condition and model (MRR@10): whether any judge beats dense over these leaves, searched
 # exactly (every corner of the per-decision accuracies, where the best judge must lie), the best judge and the
 # perfect one with their ranges, and the least accuracies that beat dense: the same at every decision with the
-# other accuracy perfect, and at one decision with every other accuracy perfect ("—": none does).
+# other accuracy perfect, and at one decision with every other accuracy perfect ("n/a": none does).
 
 # %%
 if not tables.judges.empty:

@@ -252,13 +252,15 @@ def test_why_paths_add_up_to_the_saved_comparisons():
 
 def test_every_saved_reply_names_its_decoding_path():
     """The table page 12 prints: every record of the shipped record store has a decoding path, and the runs made
-    with the fast path are the ones docs/speed.md names (the short questions' runs 2 and 3) and the trees."""
+    with the fast path are the ones docs/speed.md names (the short questions' runs 2 and 3), the trees and the query
+    strategies."""
     from lib.report.why_tables import decoding_table
 
     t = decoding_table()
     assert not t.empty and set(t.decoding) <= {"token", "fast"}
     fast = t[t.decoding == "fast"]
-    assert set(fast.kind) <= {"agent", "rewrite", "agent_tree", "agent_tree_search"}
+    # the query strategies (decompose, hyde) were run with the fast path from their first run
+    assert set(fast.kind) <= {"agent", "rewrite", "agent_tree", "agent_tree_search", "decompose", "hyde"}
     assert set(fast[fast.kind.isin(["agent", "rewrite"])].run) <= {2, 3}
 
 
