@@ -14,8 +14,9 @@ project's call path with prefix reuse and without, their ratio to the llama.cpp 
 reply is the recorded one (llm_bench). The machine's load average is written beside each figure.
 --agent-run (or --agent-run-only; about 15 minutes) runs the agent over the 297 test questions live, with a
 record store of its own, and compares its time and scores with the saved runs (llm_agent_run).
---llm-server (or --llm-server-only) also measures llama-cpp-python's OpenAI-compatible server on loopback:
-questions per minute one request at a time and openai_concurrency at once (llm_server_bench).
+--llm-server (or --llm-server-only) also measures the shipped model served by llama-cpp-python's
+OpenAI-compatible server on loopback (scripts/bench_served.py): each constraint route's time a call beside the
+local fast path over BENCH_SERVED_CALLS (4) agent decisions, and calls per second at 1, 4 and 8 in flight.
 
 Dense search at scale runs only when asked, and alone (the rest kept as with --*-only):
 ``--scale 100000,1000000`` times numpy exact, faiss-flat and faiss-hnsw over that many synthetic 384-d
@@ -41,7 +42,6 @@ import json
 import multiprocessing
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -463,74 +463,13 @@ def decision_times(records: Path) -> list[float]:
     return [json.loads(line)["response"]["latency_s"] for line in path.read_text().splitlines() if line.strip()]
 
 
-def llm_server_bench(n_questions: int, concurrency: int, log=print) -> dict:
-    """Throughput of llama-cpp-python's OpenAI-compatible server on this machine (loopback only):
-    the last ``n_questions`` recorded multi-query rewrites (one call a question; the one before them sent
-    first, untimed), their grammar sent,
-    through the openai backend one at a time and then ``concurrency`` at once (``openai_concurrency``,
-    :meth:`OpenAIBackend.complete_many`): questions per minute. The server answers one request at a
-    time (llama-cpp-python serialises them behind one lock: it has no parallel slots, unlike
-    llama.cpp's own llama-server), so concurrency can only overlap the HTTP round trips."""
-    import socket
-    import urllib.request
+def llm_server_bench(n_calls: int, log=print) -> dict:
+    """The shipped model served by llama-cpp-python's server on loopback: each constraint route's time a call
+    beside the local fast path, and calls per second at 1, 4 and 8 in flight (scripts/bench_served.py)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_served import served_bench  # a script beside this one (sys.path above)
 
-    from lib.llm import RecordStore
-    from lib.llm.base import LLMRequest
-    from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model
-    from lib.llm.openai_backend import OpenAIBackend
-    from lib.llm.records import records_dir
-
-    model = local_model(DEFAULT_LOCAL_MODEL)
-    recs = list(RecordStore(records_dir("local", model.name)).records("rewrite").values())[-(n_questions + 1):]
-    requests = [LLMRequest.from_record(r) for r in recs]
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    threads = os.environ.get("LOCAL_LLM_THREADS", "2")
-    log_file = ROOT / "build" / "bench-llama-server.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model.file), "--model_alias", model.name,
-           "--n_ctx", "2048", "--n_threads", threads, "--n_threads_batch", threads, "--host", "127.0.0.1",
-           "--port", str(port), "--verbose", "false"]
-    with open(log_file, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    row: dict = {"questions": len(requests) - 1, "concurrency": concurrency}
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"llama_cpp.server exited with {proc.returncode}; see {log_file}")
-            try:
-                with urllib.request.urlopen(base + "/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"llama_cpp.server did not answer within 180 s; see {log_file}")
-                time.sleep(0.5)
-        for n in (1, concurrency):
-            backend = OpenAIBackend(model.name, base_url=base, concurrency=n, send_grammar=True, max_retries=0,
-                                    timeout_s=600)
-            backend.complete(requests[0])  # untimed: the server holds the shared prefix, as in a run
-            at = [round(x, 2) for x in os.getloadavg()]
-            t0 = time.perf_counter()
-            replies = backend.complete_many(requests[1:])
-            wall = time.perf_counter() - t0
-            row[f"slots_{n}"] = {"wall_s": wall, "questions_per_min": (len(requests) - 1) / wall * 60, "loadavg": at,
-                                 "same_as_recorded": sum(r.text == rec["response"]["text"] for r, rec in zip(replies, recs[1:]))}
-            log(f"server, {n} at once: {(len(requests) - 1) / wall * 60:.1f} questions/min (load {at})")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    one, many = row["slots_1"], row[f"slots_{concurrency}"]
-    row["summary"] = (f"{one['questions_per_min']:.1f} questions/min one at a time, {many['questions_per_min']:.1f} with "
-                      f"{concurrency} in flight (llama-cpp-python's server, multi-query rewrites; it answers one "
-                      f"request at a time); load {one['loadavg'][0]:.1f} and {many['loadavg'][0]:.1f}")
-    return {"llm_server_throughput": row}
+    return served_bench(n_calls, log=log)
 
 
 def main(argv: list[str]) -> None:
@@ -604,8 +543,7 @@ def main(argv: list[str]) -> None:
             if "--agent-run" in argv:  # the agent over every test question, live: the run's time and its scores
                 out["steps"].update(llm_agent_run(log=lambda m: print("  " + m, flush=True)))
             if "--llm-server" in argv:  # llama-cpp-python's server: one request in flight against several
-                out["steps"].update(llm_server_bench(int(os.environ.get("BENCH_LLM_CALLS", "8")),
-                                                     load_profile("offline").openai_concurrency,
+                out["steps"].update(llm_server_bench(int(os.environ.get("BENCH_SERVED_CALLS", "4")),
                                                      log=lambda m: print("  " + m, flush=True)))
 
     if "--models" in argv:  # embedding, dense search and rerank variants, measured in one run

@@ -236,6 +236,12 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
     "llm_prefix_loop": ("prefix reuse, loop", "share of recorded prompt tokens a prefix cache could skip", "none"),
     "llm_server_throughput": ("llama-cpp-python's server", "multi-query questions per minute, one request in flight "
                               "and openai_concurrency at once", "none"),
+    "llm_server_calls_per_s": ("llama-cpp-python's server, requests in flight", "calls per second at 1, 4 and 8 "
+                               "requests in flight (openai_concurrency), multi-query rewrites by the json_object route",
+                               "none"),
+    "llm_served_routes": ("the shipped model served (llama-cpp-python's server)", "an agent decision's time by each "
+                          "constraint route (grammar, json_object; none: the same prompt unconstrained) beside the local "
+                          "fast path, and how many replies are the local backend's", "none"),
     "report_rerender": ("re-rendering the report", "make report from the saved runs (scripts/bench_render.py)",
                         "2 minutes of CPU"),
     "report_rerender_warm": ("re-rendering the report again", "make report from the saved runs (scripts/bench_render.py)",
