@@ -107,3 +107,24 @@ def test_prompts_in_a_studys_words():
     llm = ScriptedLLM(["x" * 50])
     HydeDesign(_searcher(), llm, "local", corpus=c).retrieve(Q)
     assert all("paper" not in str(m) for m in llm.requests[0].messages)
+
+
+def _row(condition, design, delta, p):
+    return {"condition": condition, "design": design, "mrr_at_10_delta": delta, "mrr_at_10_p_holm": p,
+            "recall_at_5_delta": 0.0, "recall_at_5_p_holm": 1.0}
+
+
+def test_the_answer_says_where_a_query_strategy_wins_and_where_not():
+    import pandas as pd
+
+    from lib.report.index_words import strategies_sentence
+
+    scored = pd.DataFrame([_row("full questions", "decompose", -0.02, 0.001),
+                           _row("two-part questions", "decompose", 0.031, 0.004),
+                           _row("full questions", "hyde", 0.004, 0.6),
+                           _row("two-part questions", "agent", 0.05, 0.001)])
+    text = strategies_sentence(scored, ["full questions", "two-part questions"], str)
+    assert "**decompose** is measurably worse than dense on full questions (−0.020); measurably better than " \
+           "dense on two-part questions (+0.031)" in text
+    assert "**hyde** is not measurably different from dense on full questions (+0.004)" in text
+    assert strategies_sentence(scored[scored.design == "agent"], ["two-part questions"], str) == ""

@@ -194,6 +194,9 @@ def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAU
         out.append("Elsewhere (MRR@10) it is " + "; and ".join(parts) + (f" ({later})" if later else "") + ".")
     elif later:
         out.append(f"In the other conditions it is {later}.")
+    strategies = strategies_sentence(scored, conditions, name)
+    if strategies:
+        out.append(strategies)
     # what does beat dense
     best = []
     for c in conditions:
@@ -220,6 +223,29 @@ def headline_answer(table: pd.DataFrame, profile="offline", default: str = DEFAU
     else:
         out.append("No design is measurably better than dense in any condition.")
     return " ".join(out)
+
+
+# the query strategies measured beside the agent (lib/designs/query_strategies.py), said in the answer
+QUERY_STRATEGIES = ("decompose", "hyde")
+
+
+def strategies_sentence(scored: pd.DataFrame, conditions: list[str], name: Callable[[str], str]) -> str:
+    """One sentence on the query strategies beside the agent: each one's verdict against dense per
+    condition (MRR@10 differences), grouped by verdict; "" where none is scored."""
+    bits = []
+    for d in QUERY_STRATEGIES:
+        by: dict[str, list] = {}
+        for c in conditions:
+            rr = scored[(scored.condition == c) & (scored.design == d)]
+            if not rr.empty and overall(rr.iloc[0]) is not None:
+                by.setdefault(overall(rr.iloc[0]), []).append((c, float(rr.iloc[0].mrr_at_10_delta)))
+        if by:
+            bits.append(f"**{name(d)}** is " + "; ".join(
+                f"{VERDICT_WORDS[w]} dense on " + _join([f"{c} ({fixed(v, sign=True)})" for c, v in items])
+                for w, items in by.items()))
+    if not bits:
+        return ""
+    return "Better queries written up front (one model call, no second search; MRR@10): " + "; and ".join(bits) + "."
 
 
 def _join(items: list[str]) -> str:
