@@ -7,14 +7,10 @@ body the SDK sent. The last tests start llama-cpp-python's own OpenAI-compatible
 project's local model and drive it through the backend (skipped, saying what is missing, when the
 model file or the server's packages are not installed).
 """
-import importlib.util
 import json
-import socket
-import subprocess
-import sys
+import os
 import threading
-import time
-import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import httpx2
@@ -26,10 +22,11 @@ from lib.designs.agent import AgentDesign
 from lib.designs.agent_tree import AgentTreeDesign
 from lib.designs.loop import LoopDesign
 from lib.designs.multiquery import MultiQueryDesign
-from lib.llm import LLMError, LLMRequest, RecordedLLM, RecordStore, contract, make_llm, prompts
+from lib.llm import LLMError, LLMRequest, RecordedLLM, RecordStore, contract, make_llm, prompts, served
 from lib.llm.base import cost_usd
-from lib.llm.local_backend import LOCAL_MODEL_FILE
+from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, LOCAL_MODEL_FILE, LocalBackend
 from lib.llm.openai_backend import PLACEHOLDER_KEY, OpenAIBackend
+from lib.llm.records import records_dir
 from lib.llm.tools import assistant_blocks, chat_messages, text_block, tool_result_block, tool_use_block
 from tests.fakes import ListSearcher, NoSleep
 
@@ -415,55 +412,35 @@ def test_make_llm_records_openai_calls_and_replay_answers_them_with_no_server(tm
 
 
 # ------------------------------------------------------------------------------ a real server
-SERVER_PACKAGES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 SERVED = "qwen2.5-coder-1.5b-instruct"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def llama_server_process(tmp_path_factory, *options: str):
+    """llama-cpp-python's OpenAI-compatible server on the local model (``options``: more of its flags;
+    :func:`lib.llm.served.serve`); yields its base URL (skipped, saying what is missing, when the model file or
+    the server's packages are not installed)."""
+    if not LOCAL_MODEL_FILE.exists():
+        pytest.skip(f"{LOCAL_MODEL_FILE.name} is not there (make local-llm joins it)")
+    missing = served.missing_packages()
+    if missing:
+        pytest.skip(f"llama-cpp-python's server needs {', '.join(missing)} (pip install llama-cpp-python[server])")
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with served.serve(LOCAL_MODEL_FILE, SERVED, log, threads=2, options=options, wait_s=120) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    """llama-cpp-python's OpenAI-compatible server on the local model (chat format
-    chatml-function-calling: the one of its formats that returns native tool calls)."""
-    if not LOCAL_MODEL_FILE.exists():
-        pytest.skip(f"{LOCAL_MODEL_FILE.name} is not there (make local-llm joins it)")
-    missing = [m for m in SERVER_PACKAGES if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"llama-cpp-python's server needs {', '.join(missing)} (pip install llama-cpp-python[server])")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(LOCAL_MODEL_FILE), "--model_alias", SERVED,
-           "--n_ctx", "2048", "--n_threads", "2", "--n_threads_batch", "2", "--logits_all", "false",
-           "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port), "--verbose", "false"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited with {proc.returncode}:\n{log.read_text(errors='replace')[-2000:]}")
-            try:
-                with urllib.request.urlopen(base + "/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer within 120 s:\n{log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """The server with chat format chatml-function-calling: the one of its formats that returns native tool
+    calls."""
+    yield from llama_server_process(tmp_path_factory, "--chat_format", "chatml-function-calling")
+
+
+@pytest.fixture(scope="module")
+def served_copy(tmp_path_factory):
+    """The server as a user serves the shipped model for ``make place-model``: the model's own chat template
+    (no chat format named), so the prompt it builds from a request is the one the local backend builds."""
+    yield from llama_server_process(tmp_path_factory)
 
 
 def test_a_real_server_answers_under_the_grammar_sent_to_it(llama_server):
@@ -491,3 +468,48 @@ def test_a_real_server_calls_a_tool_then_answers_from_its_result(llama_server):
                                                      ("user", (result, text_block("Its title, in a few words?")))),
                                     4, tools=tools, tool_choice="none"))
     assert final.stop_reason in ("end_turn", "max_tokens") and final.text.strip() and final.tool_calls == []
+
+
+# ------------------------------------------------------------------------------ a served copy of the shipped model
+def recorded_agent_request(temperature: float = 0.0) -> LLMRequest:
+    """The first agent decision the shipped local record holds, asked greedily (temperature 0: one reply,
+    whatever the route, where the routes keep the same contract over the same logits)."""
+    path = records_dir("local", DEFAULT_LOCAL_MODEL) / "agent.jsonl"
+    if not path.exists():
+        pytest.skip(f"no shipped local agent record ({path.name})")
+    with open(path, encoding="utf-8") as fh:
+        return replace(LLMRequest.from_record(json.loads(fh.readline())), temperature=temperature)
+
+
+def test_a_real_server_keeps_the_agents_contract_by_each_route_as_the_local_backend(served_copy, capsys):
+    """The shipped model, served (llama-cpp-python's server, the model's own template), asked the agent's
+    recorded decision by the grammar route and by the JSON-schema route (json_object, the spelling it
+    reads), and the same request through the local backend's fast path: three replies, one text."""
+    request = recorded_agent_request()
+    local = LocalBackend(DEFAULT_LOCAL_MODEL).complete(request)
+    assert contract.AGENT.valid(local.text)
+    times = {"local fast path": local.latency_s}
+    for route in ("grammar", "json_object"):
+        r = OpenAIBackend(SERVED, base_url=served_copy, constraint=route, max_retries=0, timeout_s=900).complete(request)
+        assert contract.AGENT.valid(r.text) and r.api_settings["constraint"] == route, (route, r.text)
+        assert r.text == local.text, (route, r.text, local.text)
+        times[route] = r.latency_s
+    with capsys.disabled():
+        print("\n  agent decision, " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items())
+              + f" (load {os.getloadavg()[0]:.1f})")
+
+
+def test_a_real_server_writes_the_forced_search_and_rewrites_in_their_schemas(served_copy):
+    """The tree's forced search (the search-only schema) and multi-query's rewrites (three queries as a
+    list, read back into three lines) by the json_object route."""
+    llm = OpenAIBackend(SERVED, base_url=served_copy, constraint="json_object", max_retries=0, timeout_s=900)
+    base = recorded_agent_request()
+    tree = AgentTreeDesign(ListSearcher({}), None, TITLES, "local")
+    forced = replace(base, kind="agent_tree_search", grammar=contract.SEARCH_ONLY_GRAMMAR)
+    assert tree.search_request(Q, [Q.text], [["x1"]], 1).grammar == forced.grammar
+    r = llm.complete(forced)
+    assert contract.SEARCH_ONLY.valid(r.text), r.text
+    rewrite = replace(MultiQueryDesign(ListSearcher({}), None, "local").request(Q, 1), temperature=0.0)
+    r = llm.complete(rewrite)
+    assert contract.REWRITE.valid(r.text), (r.text, r.server_text)
+    assert json.loads(r.server_text or r.text)["queries"] == r.text.split("\n")
