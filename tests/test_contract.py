@@ -139,3 +139,32 @@ def test_a_saved_runs_route_is_read_from_its_results():
         == ("local", "json_object")
     assert contract.route_of_results(run(llm_source="openai", prompt_style="anthropic")) == ("anthropic", "none")
     assert contract.route_of_results(run(profile="offline")) is None and contract.route_of_results([]) is None
+
+
+def test_page_12_draws_a_point_under_another_route_apart_and_says_so(tmp_path, monkeypatch):
+    """judges.csv's measured_under and comparable (lib.llm.contract.route_fields): a point measured under the
+    article's prompt with no constraint is drawn in grey, its panel titled not comparable; a comparable one, and
+    one read from a table saved before the columns, as before."""
+    import pandas as pd
+
+    from lib.evaluation import judges
+    from lib.report import why_plots
+
+    monkeypatch.setattr(why_plots, "_save", lambda fig, path, rect=None: fig)
+    grid = pd.DataFrame([{"condition": "full questions", "model": m, "metric": "mrr_at_10", "p_stop": p,
+                          "p_search": q, "difference": 0.0} for m in ("a", "b", "c") for p in (0, 1)
+                         for q in why_plots.SEARCH_LEVELS])
+    base = {"condition": "full questions", "point": "model", "metric": "mrr_at_10", "p_stop_1": 0.6, "p_stop_2": 0.7,
+            "predicted": -0.02, "predicted_low": -0.03, "predicted_high": -0.01, "actual": -0.03, "hindsight": 0.01}
+    rows = [{**base, "model": "a", **contract.route_fields(("anthropic", "none"))},
+            {**base, "model": "b", **contract.route_fields(("local", "json_schema"))},
+            {**base, "model": "c"}]
+    table = judges.frame(rows)
+    assert list(table.columns[-2:]) == ["measured_under", "comparable"]
+    table.to_csv(tmp_path / "judges.csv", index=False)
+    fig = why_plots.judges_chart(grid, pd.read_csv(tmp_path / "judges.csv"), tmp_path / "chart.png")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].endswith("not comparable: the article's prompt, no constraint")
+    assert "comparable" not in titles[1] and "comparable" not in titles[2]
+    colours = [{line.get_color() for line in ax.get_lines() if line.get_marker() == "o"} for ax in fig.axes]
+    assert colours[0] == {why_plots.APART} and colours[1] == colours[2] == {"#d95f02"}

@@ -63,7 +63,9 @@ def judge_columns(decisions: int = 2) -> list[str]:
     return (["condition", "design", "model", "point"] + decision_columns(decisions)
             + ["repeat_stops", "chains_cut", "questions", "metric", "predicted", "predicted_low", "predicted_high",
                "runs", "actual", "actual_low", "actual_high", "tested_runs", "gap", "gap_low", "gap_high", "agrees",
-               "hindsight", "hindsight_low", "hindsight_high"] + breakeven_columns(decisions))
+               "hindsight", "hindsight_low", "hindsight_high"] + breakeven_columns(decisions)
+            # the prompt and constraint the model's replies were measured under (lib.llm.contract.route_fields)
+            + ["measured_under", "comparable"])
 
 
 JUDGE_COLUMNS = judge_columns()

@@ -226,6 +226,14 @@ def comparable(style: str, constraint: str) -> bool:
     return style == SHIPPED_ROUTE[0] and constraint in CONTRACT_CONSTRAINTS + ("fast path",)
 
 
+def route_fields(route: tuple[str, str] | None) -> dict:
+    """A judged point's ``measured_under`` (its route in words) and ``comparable`` (with the shipped points); a run
+    with no model route is neither marked nor set apart."""
+    if route is None:
+        return {"measured_under": "", "comparable": True}
+    return {"measured_under": route_words(*route), "comparable": comparable(*route)}
+
+
 def route_words(style: str, constraint: str) -> str:
     """E.g. "the local prompt (worked examples), a JSON schema (response_format json_schema)"."""
     return f"{PROMPTS.get(style, style or 'an unknown prompt')}, {CONSTRAINT_WORDS.get(constraint, constraint)}"

@@ -17,6 +17,19 @@ MARKERS = "os^Dv"
 SEARCH_LEVELS = (0.0, 0.5, 1.0)
 
 
+APART = "#969696"  # a point measured under another prompt or no constraint: drawn in grey, its panel says so
+
+
+def apart_words(row: pd.Series) -> str:
+    """A point's label when it is not comparable with the shipped points (``comparable`` false in judges.csv,
+    lib.llm.contract), e.g. "not comparable: the article's prompt, no constraint"; "" otherwise (and for a
+    table saved before the column)."""
+    value = row["comparable"] if "comparable" in row.index else None
+    if value is None or pd.isna(value) or (str(value).strip().lower() != "false" if isinstance(value, str) else bool(value)):
+        return ""
+    return f"not comparable: {row.get('measured_under') or 'another prompt or no constraint'}"
+
+
 def judges_chart(grid: pd.DataFrame, judges: pd.DataFrame, path: Path, metric: str = "mrr_at_10",
                  label: Callable[[str], str] = lambda m: m):
     """One panel per condition and model with a tree: the judge's difference from dense against its stop
@@ -35,19 +48,23 @@ def judges_chart(grid: pd.DataFrame, judges: pd.DataFrame, path: Path, metric: s
             ax.plot(line.p_stop, line.difference, "-", color=shades[level], lw=1.6)
         r = judges[(judges.condition == condition) & (judges.model == model) & (judges.metric == metric)
                    & (judges.point == "model")]
+        apart = ""
         if not r.empty:
             r = r.iloc[0]
+            apart = apart_words(r)
+            colour = APART if apart else "#d95f02"
             stops = [r[c] for c in sorted(k for k in r.index if str(k).startswith("p_stop_")) if pd.notna(r[c])]
             xs = [min(stops), max(stops)] if stops else []
             if xs:
-                ax.plot(xs, [r.predicted] * 2, "-", color="#d95f02", lw=1.2)
+                ax.plot(xs, [r.predicted] * 2, "-", color=colour, lw=1.2)
                 ax.errorbar(xs, [r.predicted] * 2, yerr=[[r.predicted - r.predicted_low] * 2,
                                                           [r.predicted_high - r.predicted] * 2],
-                            fmt="o", mfc="white", color="#d95f02", ms=7, mew=1.5, capsize=3)
-                ax.plot(xs, [r.actual] * 2, "o-", color="#d95f02", ms=7, lw=1.2)
+                            fmt="o", mfc="white", color=colour, ms=7, mew=1.5, capsize=3)
+                ax.plot(xs, [r.actual] * 2, "o-", color=colour, ms=7, lw=1.2)
             ax.axhline(r.hindsight, ls=":", color="#1b9e77", lw=1.4)
         ax.axhline(0, ls="--", color="grey", lw=1)
-        ax.set_title(f"{condition}\n{label(model)}", fontsize=SMALL)
+        ax.set_title(f"{condition}\n{label(model)}" + (f"\n{apart}" if apart else ""), fontsize=SMALL,
+                     color=APART if apart else "black")
         ax.set_xlabel(f"{ACCURACY_WORDS['p_stop'][0]} (every decision)", fontsize=SMALL)
         ax.tick_params(labelsize=SMALL)
         ax.grid(alpha=0.3)

@@ -15,6 +15,7 @@ import pandas as pd
 from ..config import load_profile
 from ..errors import DataError, ProfileError
 from ..io import read_jsonl
+from ..llm import contract
 from ..llm.local_backend import LOCAL_MODELS
 from ..llm.records import RECORDS_DIR, decoding_of, record_checker
 from ..evaluation import judges, query_bound, query_quality, why_paths
@@ -93,8 +94,10 @@ def condition_tables(condition: str, records: ConditionRecords) -> WhyTables:
         if not chains:
             continue
         trees[(condition, model)] = len(chains)
-        jrows += judges.judge_rows(chains, condition, model, rec.profile.bootstrap_resamples, rec.profile.bootstrap_seed,
-                                   runs=agent_runs(rec), tree_run=tree[0].run)
+        measured = contract.route_fields(contract.route_of_results(tree))  # the prompt and constraint it ran under
+        jrows += [{**row, **measured} for row in judges.judge_rows(
+            chains, condition, model, rec.profile.bootstrap_resamples, rec.profile.bootstrap_seed,
+            runs=agent_runs(rec), tree_run=tree[0].run)]
         grows += judges.grid_rows(chains, condition, model)
         b, bg = query_bound.bound_tables(chains, condition, model, rrf_k, SHOWN)
         brows, bgrid = brows + b, bgrid + bg
