@@ -181,3 +181,44 @@ def test_page_12_names_a_sealed_record_edited_by_one_byte(tmp_path):
     (folder / "agent.jsonl").write_text(lines[0] + edited + lines[2], encoding="utf-8")
     with pytest.raises(DataError, match=r"agent\.jsonl: line 2: .*does not match its digest in digests\.json"):
         why_tables.decoding_table(tmp_path)
+
+
+@pytest.mark.parametrize("body, said", [
+    ("", "sent an empty reply"),
+    ("<html>502 Bad Gateway</html>", "sent a reply that is not JSON: '<html>502 Bad Gateway</html>'"),
+    ("[1, 2]", "sent no completion (no choices) for a 'agent' request: '[1, 2]'"),
+    ('{"choices": "x"}', "sent no completion (no choices)"),
+])
+def test_a_servers_garbage_reply_is_one_line_naming_the_server_and_what_came_back(body, said):
+    """Probe 6: `make place-model` showed a raw JSONDecodeError for an empty or garbage reply of the server."""
+    import http.server
+    import threading
+
+    pytest.importorskip("openai")
+    from lib.llm.base import LLMError, LLMRequest
+    from lib.llm.openai_backend import OpenAIBackend
+
+    class Reply(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body.encode())))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Reply)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        with pytest.raises(LLMError) as err:
+            OpenAIBackend("m", base_url=url, max_retries=0, timeout_s=5).complete(
+                LLMRequest("agent", "s", (("user", "q"),), 8))
+    finally:
+        server.shutdown()
+    message = str(err.value)
+    assert message.startswith(f"openai m: the server at {url} {said}") and "\n" not in message
+    assert "JSONDecodeError" not in message and "AttributeError" not in message

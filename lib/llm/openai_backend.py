@@ -164,8 +164,10 @@ class OpenAIBackend:
     # ------------------------------------------------------------------ the reply
     def response_from_completion(self, completion: Any, request: LLMRequest, latency_s: float) -> LLMResponse:
         """An :class:`LLMResponse` from the SDK's ``ChatCompletion``."""
-        if not completion.choices:
-            raise LLMError(f"openai {self.model}: the server returned no choices for a {request.kind!r} request")
+        choices = getattr(completion, "choices", None)  # a reply of another shape is read without validation
+        if not isinstance(choices, list) or not choices or not hasattr(choices[0], "message"):
+            raise LLMError(redacted(f"openai {self.model}: the server at {self.base_url} sent no completion (no "
+                                    f"choices) for a {request.kind!r} request: {str(completion)[:200]!r}"))
         choice = completion.choices[0]
         msg = choice.message
         text = server_text = msg.content or ""
@@ -214,6 +216,10 @@ class OpenAIBackend:
         start = time.perf_counter()
         try:
             completion = self.client.chat.completions.create(**params)
+        except json.JSONDecodeError as exc:  # the SDK reads the reply's body as JSON: the text it read is kept
+            came = f"a reply that is not JSON: {exc.doc[:200]!r}" if exc.doc.strip() else "an empty reply"
+            raise LLMError(redacted(f"openai {self.model}: the server at {self.base_url} sent {came} (is it an "
+                                    "OpenAI-compatible server?)")) from exc
         except Exception as exc:  # what the SDK raises once its retries are spent, or at once for a 4xx
             hint = f" (is the server running at {self.base_url}?)" if "Connection" in type(exc).__name__ else ""
             raise LLMError(redacted(f"openai {self.model}: {type(exc).__name__}: {exc}{hint}")) from exc
