@@ -46,9 +46,27 @@ llm_backend = None      # None: the profile's (offline: replay); local or anthro
 
 # %%
 from lib.preflight import notebook_profile
-from lib.report.pages import design_page, finding
+from lib.report.pages import design_page, finding, reading, show
+from lib.report.strategies import strategies_reading, strategies_table
 
 cfg = notebook_profile(globals())
+
+# %% [markdown]
+# ## Every condition, two-part questions first
+# Each design minus dense on the same questions, with its 95% paired bootstrap range and the Holm-corrected
+# p of the index's family (every design, both measures, every condition): the same numbers as the index
+# and page 10. Page 12 reads the queries themselves: how often a strategy's list ranks the source better,
+# the same or worse than dense's (`results/query_quality.csv`), and where each difference from dense comes
+# from (`results/why_paths.csv`).
+
+# %%
+show(strategies_table(cfg), profile=cfg)
+summary = strategies_reading(cfg)
+
+# %% [markdown]
+# ## Sub-question decomposition
+
+# %%
 page_decompose = design_page(cfg, "decompose", runs=runs)
 
 # %% [markdown]
@@ -58,4 +76,6 @@ page_decompose = design_page(cfg, "decompose", runs=runs)
 page_hyde = design_page(cfg, "hyde", runs=runs)
 
 # %% tags=["finding"]
+if summary:
+    reading(summary)
 finding(page_decompose, page_hyde)

@@ -128,3 +128,33 @@ def test_the_answer_says_where_a_query_strategy_wins_and_where_not():
            "dense on two-part questions (+0.031)" in text
     assert "**hyde** is not measurably different from dense on full questions (+0.004)" in text
     assert strategies_sentence(scored[scored.design == "agent"], ["two-part questions"], str) == ""
+
+
+def _wide(condition, design, mrr, p_mrr, runs=1):
+    return {"condition": condition, "design": design, "runs": runs, "questions": 10, "mrr_at_10_delta": mrr,
+            "mrr_at_10_low": mrr - 0.01, "mrr_at_10_high": mrr + 0.01, "mrr_at_10_p_holm": p_mrr,
+            "recall_at_5_delta": 0.0, "recall_at_5_low": -0.01, "recall_at_5_high": 0.01, "recall_at_5_p_holm": 1.0,
+            "llm_calls": 1.0, "searches": 2.0, "latency_median_s": 3.0}
+
+
+def test_page_13_puts_two_part_questions_first_and_says_which_strategy_wins(monkeypatch):
+    import pandas as pd
+
+    from lib.config import load_profile
+    from lib.report import queries, strategies
+
+    table = pd.DataFrame([_wide("full questions", "agent", -0.04, 0.001), _wide("full questions", "hyde", 0.002, 0.9),
+                          _wide("two-part questions", "decompose", 0.05, 0.01),
+                          _wide("two-part questions", "bm25", 0.09, 0.001),
+                          _wide("full questions", "decompose", 0.0, 1.0, runs=0)])
+    monkeypatch.setattr(queries, "condition_table", lambda profile: table)
+    profile = load_profile("offline")
+    t = strategies.strategies_table(profile)
+    assert list(zip(t.condition, t.design)) == [("two-part questions", "decompose"), ("full questions", "hyde"),
+                                                ("full questions", "agent")]
+    assert list(t["against dense"]) == ["measurably better", "no measurable difference", "measurably worse"]
+    text = strategies.strategies_reading(profile)
+    assert text.startswith("A query strategy beats dense: **decompose** on two-part questions")
+    assert "two-part questions: decompose +0.050 (p 0.010); full questions: hyde +0.002 (p 0.900), agent −0.040" in text
+    table.loc[2, "mrr_at_10_p_holm"] = 0.2
+    assert strategies.strategies_reading(profile).startswith("**Neither query strategy is measurably better")
