@@ -91,7 +91,7 @@ def test_llama_cpp_python_turns_each_schema_into_its_own_grammar(name):
 
 
 def test_what_a_run_was_measured_under():
-    assert contract.route_of_provenance({"llm_source": "local", "prompt_style": "local"}) == ("local", "fast path")
+    assert contract.route_of_provenance({"llm_source": "local", "prompt_style": "local"}) == ("local", "grammar")
     assert contract.route_of_provenance({"llm_source": "anthropic", "prompt_style": "anthropic"}) == ("anthropic", "none")
     assert contract.route_of_provenance({"llm_source": "openai", "prompt_style": "local"}) == ("local", "grammar")
     assert contract.route_of_provenance({"llm_source": "openai", "prompt_style": "anthropic"}) == ("anthropic", "none")
@@ -101,8 +101,8 @@ def test_what_a_run_was_measured_under():
     assert contract.route_of_response({"backend": "openai", "api_settings": {"prompt": "local",
                                                                               "constraint": "json_object"}}) == \
         ("local", "json_object")
-    assert contract.route_of_response({"backend": "local", "decoding": "fast"}) == ("local", "fast path")
-    assert [contract.comparable(*r) for r in [("local", "fast path"), ("local", "json_schema"), ("local", "grammar"),
+    assert contract.route_of_response({"backend": "local", "decoding": "fast"}) == ("local", "grammar")
+    assert [contract.comparable(*r) for r in [("local", "json_object"), ("local", "json_schema"), ("local", "grammar"),
                                               ("anthropic", "none"), ("local", "none")]] == [True, True, True, False, False]
     assert contract.route_words("local", "json_schema") == \
         "the local prompt (worked examples), a JSON schema (response_format json_schema)"

@@ -47,8 +47,7 @@ SCHEMA_CONSTRAINTS = ("json_schema", "json_object")
 CONTRACT_CONSTRAINTS = ("grammar",) + SCHEMA_CONSTRAINTS
 PROMPTS = {"local": "the local prompt (worked examples)", "anthropic": "the article's prompt"}
 CONSTRAINT_WORDS = {"grammar": "a GBNF grammar", "json_schema": "a JSON schema (response_format json_schema)",
-                    "json_object": "a JSON schema (response_format json_object)", "none": "no constraint",
-                    "fast path": "a GBNF grammar (the local fast path)"}
+                    "json_object": "a JSON schema (response_format json_object)", "none": "no constraint"}
 # what the shipped points were measured under: the local models with the local prompt and its grammar
 SHIPPED_ROUTE = ("local", "grammar")
 
@@ -187,13 +186,13 @@ def comparison_words(style: str, constraint: str) -> str:
 
 def route_of_provenance(prov: dict) -> tuple[str, str]:
     """(prompt style, constraint) of a saved result from its provenance: the local model's runs were
-    constrained by its grammar (the fast path), Claude's by nothing; a served model's by the
+    constrained by its grammar, Claude's by nothing; a served model's by the
     ``openai_constraint`` its provenance names (a schema route), else by its grammar under the local
     prompt and by nothing under the article's."""
     style = str(prov.get("prompt_style") or "")
     source = prov.get("llm_source")
     if source == "local":
-        return style or "local", "fast path"
+        return style or "local", "grammar"
     if source == "openai" and prov.get("openai_constraint"):
         return style, str(prov["openai_constraint"])
     return style, "grammar" if style == "local" else "none"
@@ -207,12 +206,12 @@ def route_of_results(results) -> tuple[str, str] | None:
     return route_of_provenance(prov) if prov.get("llm_source") else None
 
 
-def route_of_response(response: dict, decoding: str = "") -> tuple[str, str]:
+def route_of_response(response: dict) -> tuple[str, str]:
     """(prompt style, constraint) of one recorded reply (a record's ``response``): a served reply says it in
     its ``api_settings`` (older ones: ``grammar`` sent or not); the local model's is its grammar."""
     settings = response.get("api_settings") or {}
     if response.get("backend") == "local":
-        return "local", "fast path" if (decoding or response.get("decoding")) == "fast" else "grammar"
+        return "local", "grammar"
     if "constraint" in settings:
         return str(settings.get("prompt", "")), str(settings["constraint"])
     if "grammar" in settings:
@@ -223,7 +222,7 @@ def route_of_response(response: dict, decoding: str = "") -> tuple[str, str]:
 def comparable(style: str, constraint: str) -> bool:
     """Whether a point measured under this prompt and constraint stands beside the shipped points (the local
     prompt under its contract, by whichever route kept it)."""
-    return style == SHIPPED_ROUTE[0] and constraint in CONTRACT_CONSTRAINTS + ("fast path",)
+    return style == SHIPPED_ROUTE[0] and constraint in CONTRACT_CONSTRAINTS
 
 
 def route_fields(route: tuple[str, str] | None) -> dict:
