@@ -77,10 +77,10 @@ class OpenAIBackend:
     replaces the price table; ``http_client`` (an ``httpx2.Client``) replaces the SDK's own.
 
     :meth:`complete` answers one request; :meth:`complete_many` answers a list with up to
-    ``concurrency`` requests in flight at once (threads), in request order: the designs keep
-    calling ``complete`` one turn at a time, and a run sends its independent requests (every
-    question's first turn) through ``complete_many`` (via :meth:`RecordedLLM.complete_many`, which
-    records each answer), so a server that batches requests serves them together.
+    ``concurrency`` requests in flight at once (threads), in request order. The designs call
+    ``complete`` one turn at a time; a run answers up to ``openai_concurrency`` questions at once,
+    each in a thread of its own (:func:`lib.pipeline.concurrent_questions`), so a server that
+    batches requests serves them together.
     """
 
     name = "openai"
