@@ -159,4 +159,4 @@ else:
     lacking("twopart", "This profile has no two-part question set (`twopart_questions_path`).")
 
 # %% tags=["finding"]
-reading(questions_reading(qs, len(copies), tp))
+reading(questions_reading(qs, copies, tp))

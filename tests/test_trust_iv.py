@@ -76,10 +76,12 @@ def test_the_questions_finding_says_none_passed_instead_of_failing_on_the_median
     from lib.report.collection import length_words, questions_reading
 
     failed = pd.DataFrame({"ok": [0, 0], "words": [12, 30]})
-    text = questions_reading(failed, 0)
+    text = questions_reading(failed, [])
     assert text.startswith("None of the 2 questions passed review") and "nan" not in text
     passed = pd.DataFrame({"ok": [1, 0, 1], "words": [10, 99, 21]})
-    assert "2 of 3 questions passed review" in questions_reading(passed, 1) and "15.5 words" in questions_reading(passed, 1)
+    copied = [("q1", "question", "a b c d")]
+    text = questions_reading(passed, copied)
+    assert "2 of 3 questions passed review" in text and "15.5 words" in text and "and 1 copy" in text
     assert length_words(pd.Series([], dtype=int)) == "no questions"
 
 

@@ -222,3 +222,18 @@ def test_a_servers_garbage_reply_is_one_line_naming_the_server_and_what_came_bac
     message = str(err.value)
     assert message.startswith(f"openai m: the server at {url} {said}") and "\n" not in message
     assert "JSONDecodeError" not in message and "AttributeError" not in message
+
+
+def test_the_questions_finding_counts_questions_that_copy_title_words_not_4_grams():
+    """Probe 6: page 02 said "50 copy 4 or more title words" of 5 questions (it counted the copied 4-grams)."""
+    import pandas as pd
+
+    from lib.report.collection import questions_reading
+
+    qs = pd.DataFrame({"qid": [f"q{i}" for i in range(5)], "ok": [1, 1, 1, 1, 0], "words": [10, 12, 14, 16, 18]})
+    copies = [(f"q{i}", "short" if k % 2 else "question", f"gram {k}") for i in range(2) for k in range(25)]
+    assert len(copies) == 50
+    text = questions_reading(qs, copies)
+    assert "4 of 5 questions passed review" in text and "and 2 copy 4 or more title words" in text
+    assert "50" not in text
+    assert "and 0 copy" in questions_reading(qs, [])

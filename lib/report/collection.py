@@ -6,6 +6,7 @@ import pandas as pd
 
 from .article import article_figures
 from collections import Counter
+from typing import Sequence
 from ..pipeline import document_chunks
 
 
@@ -87,9 +88,12 @@ def collection_reading(manifest: dict) -> str:
             f"{article_figures()['collection']['top_neighbour_tfidf_median']:.2f}).")
 
 
-def questions_reading(qs: pd.DataFrame, copies: int, twopart: pd.DataFrame | None = None) -> str:
+def questions_reading(qs: pd.DataFrame, copies: Sequence[tuple], twopart: pd.DataFrame | None = None) -> str:
     """The questions page's finding (notebook 02), from its table (``ok``: passed review, ``words``): how
-    many passed and their median length, or that none did and so nothing can be scored."""
+    many passed and their median length, or that none did and so nothing can be scored; and how many
+    questions copy title words (``copies``: the copied 4-grams as the page lists them, (qid, field, words):
+    a question copying several counts once)."""
+    copies = len({c[0] for c in copies})
     passed = qs.loc[qs.ok == 1, "words"] if len(qs) else pd.Series(dtype=float)
     if passed.empty:
         text = (f"None of the {len(qs)} questions passed review, so no design can be scored on them; "
