@@ -6,7 +6,9 @@ Over 500 lines: the settings model is one class holding every setting with its c
 (the one list of settings), and the YAML reading that names a wrong setting's file and line goes with it."""
 from __future__ import annotations
 
+import copy
 import datetime
+import functools
 import hashlib
 import json
 import re
@@ -582,13 +584,20 @@ def profile_file(name: str) -> Path:
                        + (f"; studies: {', '.join(studies)} (studies/)" if studies else ""))
 
 
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str) -> Any:
+    """A profile file's YAML, parsed once per distinct text (a report loads its profile hundreds of times);
+    the caller gets a deep copy, and an invalid text raises every time (errors are not cached)."""
+    return yaml.load(text, Loader=ProfileLoader)
+
+
 def load_profile(name: str = DEFAULT_PROFILE, **overrides: Any) -> Profile:
     """Read and validate ``profiles/<name>.yaml``; keyword overrides that are not None replace settings
     (validated too: an unknown key or a bad value fails at once, naming the setting)."""
     path = profile_file(name)
     where = f"profiles/{path.name}" if path.parent == PROFILE_DIR else shown_path(path)  # a study: its own file
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=ProfileLoader)
+        raw = copy.deepcopy(_parsed(path.read_text(encoding="utf-8")))
     except DuplicateKey as exc:
         raise ProfileError(f"{where}: {exc.problem}; give each setting once") from None
     except yaml.YAMLError as exc:
