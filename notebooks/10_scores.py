@@ -25,8 +25,9 @@
 # percentile range, fixed seed; for LLM designs the per-question value is the mean over runs).
 # **[95% range]** is the range that holds the middle 95% of those resampled differences: when it
 # excludes 0, the difference is larger than the question sample alone would produce. Beside each
-# range, the paired randomization test's two-sided **p-value** (10,000 seeded sign flips of the
-# per-question differences; Smucker et al. 2007) and **Holm's correction** over the family of
+# range, the paired randomization test's two-sided **p-value** (the per-question differences'
+# signs flipped; Smucker et al. 2007; how they were computed is said under the tests against dense
+# below) and **Holm's correction** over the family of
 # comparisons the index makes (every design minus dense, on both measures, in every condition):
 # a difference is *measurable* when its Holm-adjusted p-value is below 0.05. Only questions
 # that passed review, and that every complete run of every design answered, are scored.
@@ -44,8 +45,9 @@
 # percentile range, fixed seed; for LLM designs the per-question value is the mean over runs).
 # **[95% range]** is the range that holds the middle 95% of those resampled differences: when it
 # excludes 0, the difference is larger than the question sample alone would produce. Beside each
-# range, the paired randomization test's two-sided **p-value** (10,000 seeded sign flips of the
-# per-question differences; Smucker et al. 2007) and **Holm's correction** over the family of
+# range, the paired randomization test's two-sided **p-value** (the per-question differences'
+# signs flipped; Smucker et al. 2007; how they were computed is said under the tests against dense
+# below) and **Holm's correction** over the family of
 # comparisons the index makes (every design minus dense, on both measures, in every condition):
 # a difference is *measurable* when its Holm-adjusted p-value is below 0.05. Only questions
 # that passed review, and that every complete run of every design answered, are scored.
@@ -222,6 +224,7 @@ deltas = scores.family_from(deltas, conditions, here)
 show(deltas[["design", "metric", "questions", "delta", "low", "high", "p_value", "p_holm", "measurable"]], profile=cfg,
      decimals_for={"p_value": 4, "p_holm": 4})
 display(Markdown(f"Holm's family: {deltas.family.iloc[0]}." if len(deltas) else "No comparison."))
+display(Markdown(statistics_doc.method_sentence(scores.comparisons(conditions))))
 
 # %% [markdown]
 # ## Which step is worth its cost

@@ -27,10 +27,12 @@ true`), RUN_NB (a notebook number or name prefix: exactly one notebook must matc
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import re
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -122,6 +124,12 @@ def main(argv: list[str]) -> int:
     failed_dir = args.failed_root / str(out).lstrip("/")
     from jupyter_client.kernelspec import NoSuchKernel
 
+    from lib.report.plots import KEPT_LOG, kept_line  # the charts kept within tolerance are named in this file
+
+    handle, kept_log = tempfile.mkstemp(prefix="kept-charts-", suffix=".tsv")
+    os.close(handle)
+    atexit.register(Path(kept_log).unlink, missing_ok=True)
+    os.environ[KEPT_LOG] = kept_log  # read by the kernel (started below) and by the render in this process
     try:
         from lib.report.queries import saved_runs_state  # a page executed before the last run was saved runs again
         from lib.report.kernel import ensure_kernel  # the kernel starts this venv's interpreter, repaired if not
@@ -142,6 +150,9 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     status = build_report.main([*words, "--completed", *completed, "--failed", *map(str, failed)])
+    kept = kept_line(Path(kept_log))
+    if kept:  # charts drawn within tolerance of the files there: kept, and said in one line
+        print(kept)
     problems = [f"{name}: {line}" for name in completed for line in unscored_lines(out / f"{name}.ipynb")]
     for line in problems:  # a design left unscored is said here too, not only on its page
         print(f"not scored: {line}", file=sys.stderr)

@@ -20,8 +20,9 @@ def test_every_pilot_notebook_runs_and_leaves_the_shipped_report_alone(pilot_run
 
 
 def test_the_rendered_pilot_report_reads_as_a_report(pilot_run):
-    """The HTML as a reader gets it: charts inline where the notebooks draw them, no stderr boxes,
+    """The HTML as a reader gets it: charts inline where the notebooks draw them (each its saved file), no stderr boxes,
     no injected parameters, no tables cut with '…', titles in words, and every link resolves."""
+    import base64
     import re
 
     from lib.config import load_profile
@@ -44,8 +45,12 @@ def test_the_rendered_pilot_report_reads_as_a_report(pilot_run):
         assert 'href="index.html"' in page
         # interactive tables load the library embedded in the page, never from the network
         assert "unpkg.com/dt_for_itables" not in page, f"{name}: an interactive table needs the internet"
+    saved = {p.read_bytes() for p in cfg.figures_dir.rglob("*.png")}
     for name in ("01_collection", "02_questions", "10_scores"):
         assert "data:image/png;base64" in pages[name], f"{name}: no inline chart"
+        # each chart is shown as its saved file, byte for byte (a file kept within tolerance is what the page shows)
+        shown = [base64.b64decode(b) for b in re.findall(r'<img[^>]*src="data:image/png;base64,([^"]+)"', pages[name])]
+        assert shown and all(b in saved for b in shown), f"{name}: a chart shown is not its saved file"
     for link in re.findall(r'(?:href|src)="([^"#:]+)"', index) + [
             x for p in pages.values() for x in re.findall(r'href="([^"#:]+\.(?:html|csv))"', p)]:
         assert (html_dir / link).exists() or (cfg.report_dir / link).exists(), f"broken link {link}"

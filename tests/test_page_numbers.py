@@ -119,3 +119,86 @@ def test_a_design_reading_says_a_range_that_excludes_zero_with_a_corrected_p_abo
     assert not contradictions_in_words("reading", text), text
     assert "recall@5 +0.013 [+0.003, +0.027], p 1, not measurable: its 95% range excludes 0" in text
     assert "MRR@10 +0.046 [+0.027, +0.067], p 0.009, measurably better" in text
+
+
+# ------------------------------------------------------------------ how the p-values were computed, as each page says
+# each claim a page can make about the saved comparisons' method, read by its words
+FLIPS_SAID = re.compile(r"(\d[\d,]*) (?:seeded |random )?(?:sign )?flips\b")
+FLOOR_SAID = re.compile(r"(?:floor of|no p is below|smallest p[^.;]{0,80}? is) 1/(\d[\d,]*)")
+EXACT_SAID = re.compile(r"\bexact paired randomization test\b|\bexact test\b|\bare exact\b")
+RESAMPLES_SAID = re.compile(r"(\d[\d,]*) (?:paired bootstrap )?resamples\b")
+FAMILY_SAID = re.compile(r"every condition: (\d+) comparisons|(\d+) tests with the offline profile's saved runs|"
+                         r"Holm's correction over the (\d+) comparisons")
+SMALLEST_SAID = re.compile(r"the smallest p of the \d+ before the correction is ([\d.e+−-]+)|"
+                           r"the smallest p here is [^(]*\(([\d.e+−-]+)\)")
+
+
+def wrong_methods(name: str, text: str, comparisons) -> list[str]:
+    """Each sentence of ``text`` that names a method, count or result the saved comparisons (results/comparisons.csv,
+    their ``test`` and ``resamples`` columns) were not computed with."""
+    from lib.report.statistics_doc import method_of
+
+    m = method_of(comparisons)
+    out = []
+    for said in FLIPS_SAID.finditer(text):
+        if int(said[1].replace(",", "")) not in m.flips:
+            out.append(f"{name}: {said[0]!r}: no saved comparison was computed by {said[1]} sign flips")
+    for said in FLOOR_SAID.finditer(text):
+        if int(said[1].replace(",", "")) - 1 not in m.flips:
+            out.append(f"{name}: {said[0]!r}: a floor of random flips no saved comparison has")
+    if EXACT_SAID.search(text) and not m.exact:
+        out.append(f"{name}: {EXACT_SAID.search(text)[0]!r}: no saved comparison was computed exactly")
+    for said in RESAMPLES_SAID.finditer(text):
+        if int(said[1].replace(",", "")) not in m.resamples:
+            out.append(f"{name}: {said[0]!r}: the saved comparisons were bootstrapped {m.resamples}")
+    for said in FAMILY_SAID.finditer(text):
+        if int(next(g for g in said.groups() if g)) != m.tests:
+            out.append(f"{name}: {said[0]!r}: the saved family has {m.tests} comparisons")
+    for said in SMALLEST_SAID.finditer(text):
+        if value(next(g for g in said.groups() if g)) != float(f"{m.smallest:.3g}"):
+            out.append(f"{name}: {said[0]!r}: the smallest saved p is {m.smallest:.3g}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def comparisons():
+    import pandas as pd
+
+    path = ROOT / "results" / "comparisons.csv"
+    if not path.exists():
+        pytest.skip("results/comparisons.csv is not saved (make report)")
+    return pd.read_csv(path)
+
+
+def test_every_page_names_the_test_the_saved_comparisons_were_computed_with(pages, comparisons):
+    """The index, every page, docs/statistics.md and the README say of the p-values only what the saved comparisons
+    record: their test (exact, or so many random sign flips), the bootstrap's resamples, the family's size and the
+    smallest p (lib/report/statistics_doc.py writes those sentences from the same columns)."""
+    assert "test" in comparisons, "results/comparisons.csv does not say how each p was computed (make report)"
+    texts = {**pages, "docs/statistics.md": (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8"),
+             "README.md": (ROOT / "README.md").read_text(encoding="utf-8")}
+    assert EXACT_SAID.search(texts["index"]) or FLIPS_SAID.search(texts["index"]), "the index names no test: stale pattern"
+    bad = [line for name, text in texts.items() for line in wrong_methods(name, re.sub(r"\s+", " ", text), comparisons)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_method_reader_catches_a_sentence_that_outlived_its_method():
+    """The index's sentence written for random flips, read against exact comparisons (as the saved ones were once
+    computed): each stale claim is found; the sentences written from those comparisons pass."""
+    import pandas as pd
+
+    from lib.report.statistics_doc import method_sentence, p_sentence
+
+    exact = pd.DataFrame({"p_value": [2e-28, 0.3], "test": ["exact (distribution of the scaled sum)"] * 2,
+                          "resamples": [2000, 2000], "condition": "c", "design": ["a", "b"], "measurable": [True, False]})
+    stale = ("[95% range]: the middle 95% of 1,000 paired bootstrap resamples of the questions. p: the paired "
+             "randomization test (10,000 sign flips), Holm-corrected over every comparison with dense that this page "
+             "makes (every design, both measures, every condition: 80 comparisons; with 10,000 flips the smallest p a "
+             "comparison can get before the correction is 1/10,001")
+    said = wrong_methods("index", stale, exact)
+    assert len(said) == 5 and all(w in " ".join(said) for w in ("10,000 sign flips", "1/10,001", "1,000", "80"))
+    for text in (p_sentence(exact), method_sentence(exact)):
+        assert not wrong_methods("now", text, exact) and "exact" in text and "1/10,001" not in text
+    flips = exact.assign(test="random sign flips (10000, seed 7)")
+    assert not wrong_methods("now", p_sentence(flips), flips) and "1/10,001" in p_sentence(flips)
+    assert wrong_methods("now", p_sentence(exact), flips)  # an exact sentence over flipped p-values is caught

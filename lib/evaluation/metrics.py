@@ -209,6 +209,31 @@ def exact_sign_flip(d: np.ndarray) -> tuple[float, str]:
     return float(min(1.0, dist[sums >= observed].sum())), "exact (distribution of the scaled sum)"
 
 
+NO_DIFFERENCE = "no difference on any question"
+
+
+def flips_method(n_permutations: int, seed: int) -> str:
+    """How a p from random sign flips was computed, as the saved comparisons name it."""
+    return f"random sign flips ({n_permutations}, seed {seed})"
+
+
+def paired_test(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 7) -> tuple[float, str]:
+    """:func:`paired_permutation`'s p and how it was computed: :func:`exact_sign_flip`'s method ("exact (...)"),
+    :func:`flips_method`'s, or :data:`NO_DIFFERENCE` (p = 1). Saved beside each p (the ``test`` column), so a page
+    says the test its p-values came from."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("paired permutation test needs the same questions on both sides")
+    d = a - b
+    d = d[np.abs(d) > ZERO]  # a zero difference is the same under either sign
+    if d.size == 0:
+        return 1.0, NO_DIFFERENCE
+    p, method = exact_sign_flip(d)
+    if not np.isnan(p):
+        return p, method
+    return random_sign_flips(d, n_permutations, seed), flips_method(n_permutations, seed)
+
+
 def paired_permutation(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 7) -> float:
     """Two-sided p-value of the paired randomization test of mean(a - b) = 0 (Fisher's randomization
     test as IR reports it: Smucker, Allan & Carterette 2007, CIKM; ranx's ``fisher``): under the null
@@ -217,18 +242,8 @@ def paired_permutation(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMU
     differences scaled to whole numbers, as recall@5 and MRR@10 differences always are); only
     differences that no scale makes whole fall back to ``n_permutations`` seeded sign flips, p = (1 +
     flips whose |mean| >= the observed |mean|) / (1 + n_permutations). A difference within ``ZERO`` of
-    0 is 0; no difference on any question gives p = 1."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError("paired permutation test needs the same questions on both sides")
-    d = a - b
-    d = d[np.abs(d) > ZERO]  # a zero difference is the same under either sign
-    if d.size == 0:
-        return 1.0
-    p, _ = exact_sign_flip(d)
-    if not np.isnan(p):
-        return p
-    return random_sign_flips(d, n_permutations, seed)
+    0 is 0; no difference on any question gives p = 1. (:func:`paired_test` also says how.)"""
+    return paired_test(a, b, n_permutations, seed)[0]
 
 
 def random_sign_flips(d: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 7) -> float:

@@ -13,7 +13,7 @@ import pandas as pd
 from ..designs import BASELINE, design_names, llm_design_names
 from ..errors import DataError
 from ..runs import RecordCheck, read_checked, run_files
-from .metrics import PERMUTATIONS, holm, paired_bootstrap, paired_permutation, per_question
+from .metrics import PERMUTATIONS, holm, paired_bootstrap, paired_test, per_question
 
 METRICS = ("recall_at_5", "mrr_at_10")
 ALPHA = 0.05  # a comparison is measurable when its Holm-adjusted p-value is below this
@@ -113,8 +113,9 @@ def question_means(pq: pd.DataFrame, metric: str) -> pd.DataFrame:
 def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7, metrics=METRICS,
            n_permutations: int = PERMUTATIONS) -> pd.DataFrame:
     """Each design minus dense, paired on the same questions, with a 95% bootstrap range, the paired
-    randomization test's two-sided p-value (``p_value``, :func:`metrics.paired_permutation`,
-    ``n_permutations`` sign flips, the same seed) and Holm's correction over the rows of this table
+    randomization test's two-sided p-value (``p_value``, :func:`metrics.paired_test`: exact, or where no exact
+    distribution is computable ``n_permutations`` sign flips, the same seed; ``test`` says which, ``resamples``
+    the bootstrap's) and Holm's correction over the rows of this table
     (``p_holm``; ``family`` names it; :func:`holm_family` redoes it over a larger family) with
     ``measurable`` = p_holm < ``ALPHA`` (results/deltas.csv)."""
     rows = []
@@ -126,9 +127,11 @@ def deltas(pq: pd.DataFrame, n_resamples: int = 2000, seed: int = 7, metrics=MET
             pair = table[[BASELINE, d]].dropna()
             a, b = pair[d].to_numpy(), pair[BASELINE].to_numpy()
             delta, lo, hi = paired_bootstrap(a, b, n_resamples, seed)
+            p, test = paired_test(a, b, n_permutations, seed)
             rows.append({"design": d, "metric": m, "questions": len(pair), "delta": delta, "low": lo, "high": hi,
-                         "includes_zero": bool(lo <= 0 <= hi), "p_value": paired_permutation(a, b, n_permutations, seed)})
-    out = pd.DataFrame(rows, columns=["design", "metric", "questions", "delta", "low", "high", "includes_zero", "p_value"])
+                         "includes_zero": bool(lo <= 0 <= hi), "p_value": p, "test": test, "resamples": n_resamples})
+    out = pd.DataFrame(rows, columns=["design", "metric", "questions", "delta", "low", "high", "includes_zero", "p_value",
+                                      "test", "resamples"])
     return holm_family(out, f"every design minus dense, on {' and '.join(metrics)}, in this table ({len(out)} tests)")
 
 
@@ -335,7 +338,8 @@ def family_from(deltas_table: pd.DataFrame, conditions: pd.DataFrame, condition:
 def comparisons(conditions: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
     """The condition table's tests against dense, one row per condition, design and measure: the
     difference, its paired bootstrap range, ``p_value``, ``p_holm`` (over the table's family, named in
-    ``family``) and ``measurable`` (results/comparisons.csv)."""
+    ``family``), ``measurable``, and how they were computed: ``test`` (:func:`metrics.paired_test`) and the
+    bootstrap's ``resamples`` (results/comparisons.csv; the pages' method sentences are read from these)."""
     rows = []
     if conditions.empty or "holm_family" not in conditions:
         return pd.DataFrame(rows)
@@ -346,5 +350,6 @@ def comparisons(conditions: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
             rows.append({"condition": r["condition"], "design": r["design"], "metric": m,
                          "questions": r["questions"], "delta": r[f"{m}_delta"], "low": r[f"{m}_low"],
                          "high": r[f"{m}_high"], "p_value": r[f"{m}_p_value"], "p_holm": r[f"{m}_p_holm"],
-                         "measurable": bool(r[f"{m}_measurable"]), "family": r["holm_family"]})
+                         "measurable": bool(r[f"{m}_measurable"]), "family": r["holm_family"],
+                         "test": r.get(f"{m}_test"), "resamples": r.get(f"{m}_resamples")})
     return pd.DataFrame(rows)

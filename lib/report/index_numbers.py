@@ -16,7 +16,6 @@ from . import queries
 from ..config import load_profile
 from ..designs import design_names
 from ..evaluation.scores import ALPHA
-from .. import pipeline
 
 
 NOTEBOOK_LIST = ROOT / "notebooks" / "index.tsv"
@@ -70,13 +69,15 @@ def conditions_from(designs: list[dict], deltas: pd.DataFrame, headroom: dict | 
 def delta_columns(dl: pd.DataFrame, metric: str) -> dict:
     """One design's difference from dense on one measure (its row of ``scores.deltas``, or none) as the
     condition table's columns: ``<metric>_delta``, ``_low``, ``_high``, and where the saved differences
-    carry the paired randomization test, ``_p_value`` and ``_p_holm`` (as the condition table names them)."""
+    carry the paired randomization test, ``_p_value`` and ``_p_holm`` (as the condition table names them), and
+    where they say how it was computed, ``_test`` and ``_resamples``."""
     def first(col):
         return dl[col].iloc[0] if len(dl) and col in dl else None
 
     out = {f"{metric}_delta": first("delta"), f"{metric}_low": first("low"), f"{metric}_high": first("high")}
     if "p_holm" in dl:
         out.update({f"{metric}_p_value": first("p_value"), f"{metric}_p_holm": first("p_holm")})
+    out.update({f"{metric}_{c}": first(c) for c in ("test", "resamples") if c in dl})  # how they were computed
     return out
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import ROOT
+from ..evaluation import scores
+from . import plots
 from .article import shows_article
 from .display import design_namer
 from .index_html import (STYLE, _md_bold, _table_html, agent_html, conditions_list, cost_html, designs_html,  # noqa: F401
@@ -29,6 +31,7 @@ from .why import table as why_table
 from .index_words import (QUESTION, compact_table, headline_answer, split_scope, headline_table, parts_note, readme_answer,  # noqa: F401
                           readme_results, rerank_short)
 from .fidelity import fidelity_markdown
+from .statistics_doc import method_of, p_sentence, resamples_words
 
 # --------------------------------------------------------------------------- the README's first screen
 README = ROOT / "README.md"
@@ -72,17 +75,16 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
     note = parts_note(cfg)
     head_img = img(headline, "every design minus dense, with its 95% range, per condition")
     study = not shows_article(cfg)  # a study of your own data: no article's figure beside its own
+    # how the p-values were computed, the family they are corrected over and the bootstrap's resamples: read from
+    # the comparisons the table saved (their test and resamples columns), never typed
+    comparisons = scores.comparisons(table) if not table.empty else pd.DataFrame()
+    method = method_of(comparisons)
     caption = ("<figcaption>Each design minus dense on the same questions, a column per condition and a row per measure "
                "(every panel of a measure on one scale): the point is the difference, the line its 95% paired bootstrap "
-               "range (2,000 resamples of the questions); orange designs called a language model, blue ones did not"
+               f"range ({resamples_words(method, cfg.bootstrap_resamples)} resamples of the questions); orange designs "
+               "called a language model, blue ones did not"
                + ("." if study else "; in black, the article's published differences (its own models and questions).")
                + "</figcaption>") if head_img else ""
-    # the family the index corrects over: every design minus dense, both measures, every condition scored
-    family = re.search(r"\((\d+) tests\)", str(table.holm_family.dropna().iloc[0])) \
-        if "holm_family" in table and table.holm_family.notna().any() else None
-    n_tests = int(family.group(1)) if family else \
-        2 * int(((table.design != "dense") & (table.questions.fillna(0) > 0)).sum()) if not table.empty else 0
-    smallest = f"{min(1.0, n_tests / 10_001):.3f}"
     article_scores = ("" if study else ' "The article\'s": its published difference from dense and range (<code>'
                       "data/article_figures.json</code> says where each comes from), beside ours in its condition; its "
                       "embedder, reranker, LLM and questions differ from the offline profile's.")
@@ -112,6 +114,8 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
         headline_block = (f"<p>The {DEFAULT_CONDITION}{whose} (the other conditions are under \"The "
                           "scores\" below):</p>" + _table_html(compact_table(table, cfg), "compact"))
     others = table[table.condition != DEFAULT_CONDITION] if headline_block else table
+    in_words = condition_answer(table, name, why_table(results_dir, "paths"), why_table(results_dir, "judges")) \
+        if not table.empty else ""
     page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(QUESTION)}</title><style>{STYLE}</style></head><body>
@@ -120,22 +124,23 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
 <figure>{head_img}{caption}</figure>
 {headline_block}
 <p>{html.escape(note)} Profile <b>{html.escape(cfg.name)}</b>; every number on this page is computed from the saved runs
-when the report is built.</p>
+when the report is built. A fresh <code>make report</code> reproduces this page, every other page and every table byte for
+byte; each chart within a tolerance: drawn again with the same data within an RMS difference of {plots.TOLERANCE:g} grey
+level of 255 of the file already there (matplotlib's <code>compare_images</code>), as another kind of CPU draws it, the file is
+kept, and so are the pages that show it.</p>
 <h2>What was compared</h2>
 {designs_html(table, cfg)}
 {left_out}
 <p>Conditions (each design is compared with dense <i>in the same condition</i>, on the same questions):</p>
 {conditions_list(table, cfg)}
 <h3>The scores</h3>
-<p>[95% range]: the middle 95% of 2,000 paired bootstrap resamples of the questions of the design's score minus dense's; a
-range that excludes 0 is a difference the question sample alone would not produce. p: the paired randomization test
-(10,000 sign flips), Holm-corrected over every comparison with dense that this page makes (every design, both measures,
-every condition: docs/statistics.md; with 10,000 flips the smallest p a comparison can get before the correction is
-1/10,001, so after it {smallest} over these {n_tests} comparisons: "p {smallest}" reads "as small as the test can tell"); "measurably
-better / worse" in the words below means p &lt; 0.05 after the correction.{article_scores} Two runs or more:
+<p>[95% range]: the middle 95% of {resamples_words(method, cfg.bootstrap_resamples)} paired bootstrap resamples of the
+questions of the design's score minus dense's; a range that excludes 0 is a difference the question sample alone would not
+produce. {html.escape(p_sentence(comparisons))}; "measurably better / worse" in the words below means p &lt; 0.05 after
+the correction.{article_scores} Two runs or more:
 the mean, with the lowest and highest run in brackets.</p>
 {scores_html(others, cfg) if not others.empty else ("" if headline_block else "<p>No scored runs yet.</p>")}
-<h3>Per condition, in words</h3>{condition_answer(table, name, why_table(results_dir, "paths"), why_table(results_dir, "judges")) if not table.empty else ""}
+<h3>Per condition, in words</h3>{in_words}
 {power_html(Path(results_dir))}
 {extra}
 <h2>Why the agent wins or loses</h2>

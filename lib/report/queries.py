@@ -133,10 +133,12 @@ def _condition_table(profile: Profile) -> pd.DataFrame:
                    "not_scored": ", ".join(f"run {k}" for dd, k in sc.partial if dd == d)}
             for m in scores.METRICS:
                 dl = deltas[(deltas.design == d) & (deltas.metric == m)]
-                row.update({f"{m}_delta": None, f"{m}_low": None, f"{m}_high": None, f"{m}_p_value": None}
+                row.update({f"{m}_delta": None, f"{m}_low": None, f"{m}_high": None, f"{m}_p_value": None,
+                            f"{m}_test": None, f"{m}_resamples": None}
                            if dl.empty else
                            {f"{m}_delta": dl.delta.iloc[0], f"{m}_low": dl.low.iloc[0], f"{m}_high": dl.high.iloc[0],
-                            f"{m}_p_value": dl.p_value.iloc[0]})
+                            f"{m}_p_value": dl.p_value.iloc[0], f"{m}_test": dl.test.iloc[0],
+                            f"{m}_resamples": dl.resamples.iloc[0]})
             rows.append(row)
         for d, k in sc.partial:
             if d not in summary.index:
