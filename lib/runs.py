@@ -112,14 +112,29 @@ class RecordCheck:
                             f"({what_changed(r, q, r.provenance)}); run the design again")
 
 
+# run files already checked in this process, by what the check depended on: the file as it is (its path and
+# a hash of its bytes) and the check's digests and settings; a file changed since, or another check, is checked
+_CHECKED: set[tuple] = set()
+
+
+def _check_key(path: Path, design: str, check: RecordCheck) -> tuple:
+    content = hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+    return (str(Path(path).resolve()), content, design, len(check.known_ids), len(check.questions),
+            json.dumps([check.digests, check.settings.get(design, {})], sort_keys=True, default=str))
+
+
 def read_checked(path: Path, design: str, check: RecordCheck | None = None) -> list[Result]:
-    """A run file's results, each checked (:class:`RecordCheck`) when a check is given, no qid twice."""
+    """A run file's results, each checked (:class:`RecordCheck`) when a check is given, no qid twice. A file
+    that passed the same check unchanged earlier in this process is not checked again (a report reads each
+    run file on several pages)."""
+    key = _check_key(path, design, check) if check is not None else None
     res = read_results(path)
     check_unique(res, path)
-    if check is not None:
+    if check is not None and key not in _CHECKED:
         run = int(Path(path).stem[3:])
         for no, r in enumerate(res, start=1):
             check.check(path, no, r, design, run)
+        _CHECKED.add(key)
     return res
 
 
