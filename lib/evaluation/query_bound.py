@@ -50,24 +50,36 @@ def _with_best(chain: Chain, given: Sequence[int], rrf_k: int, shown: int) -> tu
     return leaves, seen
 
 
-def chain_polynomial(chain: Chain, p_stop, p_search, metric: str, rrf_k: int = 60,
-                     shown: int = SHOWN) -> np.polynomial.Polynomial:
-    """The judge's expected score on one chain as a polynomial in the share of re-searches given the best list."""
+def chain_variants(chain: Chain, rrf_k: int = 60, shown: int = SHOWN) -> list[tuple[np.polynomial.Polynomial, list, list]]:
+    """Each way the chain's re-searches can be given the best list: its weight as a polynomial in the share
+    (``f**r (1-f)**(n-r)``), and the leaves and shown flags it gives; the same for every measure and judge."""
     f = np.polynomial.Polynomial([0.0, 1.0])
     re_searches = range(1, len(chain.lists))
-    total = np.polynomial.Polynomial([0.0])
+    out = []
     for r in range(len(re_searches) + 1):
+        weight = f ** r * (1 - f) ** (len(re_searches) - r)
         for given in itertools.combinations(re_searches, r):
             leaves, seen = _with_best(chain, given, rrf_k, shown)
-            total = total + f ** r * (1 - f) ** (len(re_searches) - r) * expected(chain, p_stop, p_search, metric,
-                                                                                 leaves, seen)
+            out.append((weight, leaves, seen))
+    return out
+
+
+def chain_polynomial(chain: Chain, p_stop, p_search, metric: str, rrf_k: int = 60,
+                     shown: int = SHOWN, variants=None) -> np.polynomial.Polynomial:
+    """The judge's expected score on one chain as a polynomial in the share of re-searches given the best list
+    (``variants``: :func:`chain_variants` of the chain, computed here when not given)."""
+    total = np.polynomial.Polynomial([0.0])
+    for weight, leaves, seen in (chain_variants(chain, rrf_k, shown) if variants is None else variants):
+        total = total + weight * expected(chain, p_stop, p_search, metric, leaves, seen)
     return total
 
 
 def curve(chains: Sequence[Chain], p_stop, p_search, metric: str, rrf_k: int = 60,
-          shown: int = SHOWN) -> np.polynomial.Polynomial:
-    """Mean over the chains minus dense, as a polynomial in the share."""
-    total = sum((chain_polynomial(c, p_stop, p_search, metric, rrf_k, shown) for c in chains),
+          shown: int = SHOWN, variants=None) -> np.polynomial.Polynomial:
+    """Mean over the chains minus dense, as a polynomial in the share (``variants``: each chain's
+    :func:`chain_variants`, in order, or None)."""
+    variants = variants or [None] * len(chains)
+    total = sum((chain_polynomial(c, p_stop, p_search, metric, rrf_k, shown, v) for c, v in zip(chains, variants)),
                 np.polynomial.Polynomial([0.0]))
     return total / len(chains) - float(np.mean([c.dense[metric] for c in chains]))
 
@@ -102,9 +114,10 @@ def bound_tables(chains: Sequence[Chain], condition: str, model: str, rrf_k: int
     n, better = better_rate(chains, rrf_k)
     rate = better / n if n else float("nan")
     rows, grid = [], []
+    variants = [chain_variants(c, rrf_k, shown) for c in chains]  # shared by both measures and both judges
     for metric in METRICS:
         for name, (ps, pq) in zip(ACCURACIES, (own, ([1.0] * d, [1.0] * d))):
-            poly = curve(chains, ps, pq, metric, rrf_k, shown)
+            poly = curve(chains, ps, pq, metric, rrf_k, shown, variants)
             rows.append({"condition": condition, "model": model, "metric": metric, "accuracies": name,
                          "p_stop": ", ".join(f"{x:.3f}" for x in ps), "p_search": ", ".join(f"{x:.3f}" for x in pq),
                          "questions": len(chains), "new_queries": n, "better": better, "better_rate": rate,
