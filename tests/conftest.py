@@ -20,7 +20,8 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 # the tests that read the one worked-example study (the worked_example fixture below): one group, so the study is
 # made once, on the worker that runs them
 WORKED_EXAMPLE_TESTS = ("test_newcomer.py::test_the_readme_worked_example", "test_study.py::test_the_worked_example",
-                        "test_trust_iv.py::test_the_worked_examples_first_run")
+                        "test_trust_iv.py::test_the_worked_examples_first_run",
+                        "test_why_shapes.py::test_page_12_renders_for_a_study_with_no_llm_run")
 # The tests run on up to 2 workers (pytest-xdist; the Makefile's test target: `-n auto --maxprocesses 2
 # --dist loadgroup`). Each group below runs on one worker, one test after another:
 # - worked: the tests that read the README's worked example, run once on a clean clone (worked_example);
@@ -156,8 +157,9 @@ def worked_example(tmp_path_factory):
     of the commit, as a newcomer runs it: the project's venv set up beforehand (`-o setup -o sync`: not installed
     again), no local model (a clone has none), run twice, the second run the first one's rerun. Made once for the
     tests that read it (WORKED_EXAMPLE_TESTS, one group): the README's command (test_newcomer), the study's pages
-    and index (test_study), the first run against its rerun (test_trust_iv). Returns its clone, command, the two
-    runs (CompletedProcess), the report folder, its files after each run and the clone's `git status` after both."""
+    and index (test_study), the first run against its rerun (test_trust_iv), page 12 with no LLM run
+    (test_why_shapes). Returns its clone, command, the two runs (CompletedProcess), the report folder, its files
+    after each run and the clone's `git status` after both."""
     from lib.report.bench import fresh_clone
 
     if not (ROOT / ".venv" / "bin" / "papermill").exists() or shutil.which("git") is None:

@@ -1,5 +1,6 @@
 """Page 12 renders for every folder shape a user can make (issue probes): a study of five questions whose only
-LLM design is multi-query (no agent run, no tree), then the same page with no LLM run at all."""
+LLM design is multi-query (no agent run, no tree), and a study with no LLM run at all (the README's worked example
+without a model: tests/conftest.py worked_example)."""
 import shutil
 import subprocess
 
@@ -16,7 +17,7 @@ def make(*words: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "papermill").exists(), reason="needs the project's .venv (make setup)")
-def test_page_12_renders_for_multiquery_alone_and_for_no_llm_run():
+def test_page_12_renders_for_multiquery_alone():
     name = "why-shapes-test"
     folder = STUDIES_DIR / name
     shutil.rmtree(folder, ignore_errors=True)
@@ -32,10 +33,13 @@ def test_page_12_renders_for_multiquery_alone_and_for_no_llm_run():
         assert "Shapley" not in page
         # the page's tables are the study's own, beside its results (never the shipped folder's)
         assert (folder / "results" / "why_paths.csv").exists()
-        shutil.rmtree(folder / "results" / "multiquery")
-        none = make("notebook", "NB=12", f"PROFILE={name}")
-        assert none.returncode == 0, none.stdout[-3000:] + none.stderr[-3000:]
-        page = (folder / "results" / "report" / "12_why.html").read_text(encoding="utf-8")
-        assert "No complete run of the agent or multi-query in any condition" in page
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_page_12_renders_for_a_study_with_no_llm_run(worked_example):
+    """The worked example run without a model (every LLM page left out): page 12 says there is no LLM run to split."""
+    first = worked_example.runs[0]
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    page = (worked_example.report / "12_why.html").read_text(encoding="utf-8")
+    assert "No complete run of the agent or multi-query in any condition" in page and "Traceback" not in page
