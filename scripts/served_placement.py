@@ -3,8 +3,9 @@ own chat template) and placed on page 12's chart on the first N questions by eac
 the local backend's point on the same questions (replayed from its records): do the two points agree within their
 ranges, and how many of the served replies differ from the local ones, and where?
 
-Usage: python scripts/served_placement.py [N] [ROUTE ...]     (N: 40; ROUTE: json_object, grammar, json_schema
-       or none; default json_object grammar)
+Usage: python scripts/served_placement.py [N] [ROUTE ...] [--results DIR]    (N: 40; ROUTE: json_object,
+       grammar, json_schema or none; default json_object grammar; DIR: keep every run in DIR/<local|route>
+       instead of the profile's own folders)
 The served runs go through scripts/place_model.py's place() into folders of their own (the profile's
 results/variants/..., keyed by the route and N), record every reply there and resume when interrupted: run
 again, they replay. Writes the comparison to <that folder>/served_placement.json and prints it. The server's
@@ -23,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 import place_model  # noqa: E402
 
-from lib.config import DEFAULT_PROFILE, load_profile  # noqa: E402
+from lib.config import DEFAULT_PROFILE, load_profile, shown_path  # noqa: E402
 from lib.io import write_json  # noqa: E402
 from lib.llm import contract, served  # noqa: E402
 from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model  # noqa: E402
@@ -34,12 +35,22 @@ ROUTES = ("json_object", "grammar")
 
 
 def point(rows) -> dict:
-    """The model's point (MRR@10) of place()'s rows."""
+    """The model's point (MRR@10) of place()'s rows: its accuracies at each decision with the decisions they are
+    measured on, the judge's prediction there and the agent's runs, each with its 95% range."""
     r = rows[(rows.point == "model") & (rows.metric == "mrr_at_10")].iloc[0]
-    return {k: (None if r[k] != r[k] else float(r[k])) for k in
-            ("p_stop", "p_search", "predicted", "predicted_low", "predicted_high", "actual", "actual_low", "actual_high")} | \
-        {"questions": int(r["questions"]), "decisions_shown": int(r["decisions_shown"]),
-         "decisions_not_shown": int(r["decisions_not_shown"])}
+    keys = [k for k in rows.columns if k.split("_")[-1].isdigit() and k.rsplit("_", 1)[0] in
+            ("p_stop", "shown", "p_search", "not_shown")]
+    keys += ["predicted", "predicted_low", "predicted_high", "actual", "actual_low", "actual_high", "questions"]
+    return {k: (None if r[k] != r[k] else float(r[k])) for k in keys}
+
+
+def accuracies(p: dict) -> str:
+    """"stop 70% (n 40) then 55% (n 11), search ..." of a point."""
+    def one(name, n):
+        ks = sorted(int(k.rsplit("_", 1)[1]) for k in p if k.startswith(f"{name}_") and k.rsplit("_", 1)[1].isdigit())
+        return " then ".join("n/a" if p[f"{name}_{k}"] is None else f"{p[f'{name}_{k}']:.0%} (n {p[f'{n}_{k}'] or 0:.0f})"
+                             for k in ks)
+    return f"stop {one('p_stop', 'shown')}, search {one('p_search', 'not_shown')}"
 
 
 def within(a: dict, b: dict, key: str) -> bool:
@@ -78,15 +89,24 @@ def compare_replies(served_dir: Path, local: RecordStore) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    argv = list(argv)
+    folder = None
+    if "--results" in argv:
+        i = argv.index("--results")
+        folder, argv = Path(argv[i + 1]), argv[:i] + argv[i + 2:]
     n = int(argv[0]) if argv and argv[0].isdigit() else 40
     routes = [a for a in argv if not a.isdigit()] or list(ROUTES)
+
+    def where(name: str) -> dict:
+        return {"results_dir": str(folder / name)} if folder is not None else {}
+
     for r in routes:
         if r not in contract.CONSTRAINTS:
             print(f"error: route {r!r} is not one of {', '.join(contract.CONSTRAINTS)}", file=sys.stderr)
             return 2
     model = local_model(DEFAULT_LOCAL_MODEL)
     print(f"the local backend's point on the first {n} questions (replayed from its records):")
-    local_profile = load_profile(DEFAULT_PROFILE, question_limit=n, llm_backend="replay")
+    local_profile = load_profile(DEFAULT_PROFILE, question_limit=n, llm_backend="replay", **where("local"))
     local = point(place_model.place(local_profile))
     local_store = RecordStore(records_dir("local", model.name))
     summary = {"questions": n, "model": model.name, "local": local, "routes": {}}
@@ -97,30 +117,28 @@ def main(argv: list[str]) -> int:
             print(f"\nserved by llama-cpp-python's server, route {route} "
                   f"({contract.route_words(contract.prompt_for(route), route)}):")
             profile = load_profile(DEFAULT_PROFILE, question_limit=n, llm_backend="openai", llm_model=model.name,
-                                   openai_constraint=route, openai_concurrency=1)  # one request at a time: it serialises them
+                                   openai_constraint=route, openai_concurrency=1,  # one at a time: it serialises them
+                                   **where(route))
             load, start = os.getloadavg(), time.perf_counter()
             p = point(place_model.place(profile))
             folder = records_dir("openai", model.name, profile.own_dir / "llm_records",
                                  route if route in contract.SCHEMA_CONSTRAINTS else "")
             row = {"point": p, "replies": compare_replies(folder, local_store), "wall_s": round(time.perf_counter() - start),
                    "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
-                   "results": str(profile.results_dir.relative_to(ROOT)),
+                   "results": shown_path(profile.results_dir),
                    "predicted_within_ranges": within(p, local, "predicted"),
                    "actual_within_ranges": within(p, local, "actual"),
                    "comparable": contract.comparable(contract.prompt_for(route), route)}
             summary["routes"][route] = row
             c = row["replies"]
-            print(f"  stop accuracy {p['p_stop']:.3f} (local {local['p_stop']:.3f}), search accuracy "
-                  f"{p['p_search'] if p['p_search'] is not None else float('nan'):.3f} (local "
-                  f"{local['p_search'] if local['p_search'] is not None else float('nan'):.3f}); predicted "
-                  f"{p['predicted']:+.3f} (local {local['predicted']:+.3f}), within each other's ranges: "
-                  f"{row['predicted_within_ranges']}; its run {p['actual']:+.3f} (local {local['actual']:+.3f}), "
-                  f"within: {row['actual_within_ranges']}")
+            print(f"  accuracies: {accuracies(p)} (local: {accuracies(local)}); predicted {p['predicted']:+.3f} "
+                  f"(local {local['predicted']:+.3f}), within each other's ranges: {row['predicted_within_ranges']}; "
+                  f"its run {p['actual']:+.3f} (local {local['actual']:+.3f}), within: {row['actual_within_ranges']}")
             print(f"  replies: {c['same']} the same as the local backend's, {c['differ']} differ, "
                   f"{c['not_asked_locally']} asked only here; median {c['served_median_s']} s a call served, "
                   f"{c['local_median_s']} s recorded locally")
             write_json(profile.results_dir / "served_placement.json", summary)
-            print(f"  written: {(profile.results_dir / 'served_placement.json').relative_to(ROOT)}")
+            print(f"  written: {profile.results_dir / 'served_placement.json'}")
     print(json.dumps({r: {k: v for k, v in row.items() if k != "replies"} for r, row in summary["routes"].items()},
                      indent=1))
     return 0

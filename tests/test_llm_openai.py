@@ -7,6 +7,7 @@ body the SDK sent. The last tests start llama-cpp-python's own OpenAI-compatible
 project's local model and drive it through the backend (skipped, saying what is missing, when the
 model file or the server's packages are not installed).
 """
+import importlib.util
 import json
 import os
 import threading
@@ -17,6 +18,7 @@ import httpx2
 import openai
 import pytest
 
+from lib.config import ROOT
 from lib.designs import Question
 from lib.designs.agent import AgentDesign
 from lib.designs.agent_tree import AgentTreeDesign
@@ -513,3 +515,22 @@ def test_a_real_server_writes_the_forced_search_and_rewrites_in_their_schemas(se
     r = llm.complete(rewrite)
     assert contract.REWRITE.valid(r.text), (r.text, r.server_text)
     assert json.loads(r.server_text or r.text)["queries"] == r.text.split("\n")
+
+
+def test_a_real_server_places_the_served_copy_beside_the_local_backend(tmp_path, monkeypatch):
+    """scripts/served_placement.py end to end on one question by the json_object route (a server of its own,
+    the local backend's point replayed from its record): both points, every served reply compared with the local
+    one of the same request, the comparison written."""
+    if not LOCAL_MODEL_FILE.exists() or served.missing_packages():
+        pytest.skip("the local model or llama-cpp-python's server is not installed")
+    monkeypatch.setenv("OPENAI_BASE_URL", "")  # the script points it at its server: put back afterwards
+    spec = importlib.util.spec_from_file_location("served_placement", ROOT / "scripts" / "served_placement.py")
+    sp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sp)
+    assert sp.main(["1", "json_object", "--results", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "json_object" / "served_placement.json").read_text())
+    row = summary["routes"]["json_object"]
+    assert summary["local"]["questions"] == row["point"]["questions"] == 1 and row["comparable"]
+    c = row["replies"]
+    assert c["same"] + c["differ"] + c["not_asked_locally"] >= 1  # the tree asks at least one decision
+    assert (tmp_path / "json_object" / "agent_tree" / "run1.jsonl").exists()

@@ -49,6 +49,10 @@ def test_place_a_recorded_model_on_the_chart(tmp_path):
     assert "Break-even: " in mine and "Better-rate: " in mine
     assert sum(line.startswith("On page 12, beside it: ") and "Break-even" in line for line in lines) == 2
     assert (Path(tmp_path) / "agent_tree" / "run1.jsonl").exists()
+    # the served placement reads the same rows: its point and accuracies at each decision, with their counts
+    p = served_placement().point(rows)
+    assert p["questions"] == 3 and p["p_stop_1"] is not None and p["shown_1"] >= 1
+    assert served_placement().accuracies(p).startswith("stop ") and "(n " in served_placement().accuracies(p)
 
 
 def test_bad_input_is_one_line(capsys, monkeypatch):
