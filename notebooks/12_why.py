@@ -141,9 +141,10 @@ if not tables.judges.empty:
                                         "best leaf in hindsight [95%]": "hindsight"})
     cols = (["condition", "model", "point", *acc, "questions", "chains_cut", "predicted [95%]", "runs",
              "runs' actual [95%]", "tested_runs", "runs outside the tree − prediction [95%]",
-             "best leaf in hindsight [95%]"])
+             "best leaf in hindsight [95%]"] + [c for c in ("measured_under",) if c in shown_j])
     display(safe_table(shown_j[cols].assign(model=shown_j.model.map(model_label)).rename(
-        columns={"chains_cut": "chains ended by a repeat", "tested_runs": "runs outside the tree"})).hide(axis="index"))
+        columns={"chains_cut": "chains ended by a repeat", "tested_runs": "runs outside the tree",
+                 "measured_under": "measured under (prompt, constraint)"})).hide(axis="index"))
 
 # %% [markdown] tags=["needs-trees"]
 # **Break-even.** Per condition and model (MRR@10): whether any judge beats dense over these leaves, searched
