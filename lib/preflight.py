@@ -20,6 +20,9 @@ from .llm.local_backend import install_command, local_model
 from .designs import design_class
 
 HUB_URL = "https://huggingface.co"
+# the pages that read no question: the collection page imports or draws the documents (the questions a model
+# is yet to write are needed by every other page)
+QUESTION_FREE_PAGES = ("01_collection",)
 ARXIV_URL = "http://export.arxiv.org/api/query"
 CONNECT_TIMEOUT_S = 4.0
 
@@ -114,14 +117,15 @@ def problem_message(profile, problems: list[str]) -> str:
             + ". It never falls back to the offline parts." + other)
 
 
-def preflight(profile, check=reachable, local=None, llm=True) -> list[str]:
+def preflight(profile, check=reachable, local=None, llm=True, writer=True) -> list[str]:
     """Check every live part the profile needs, and with ``llm`` the LLM designs' backend
     (:func:`llm_problems`; ``local`` as there); raise one ProfileError listing all that are missing.
     Without ``llm`` the caller checks the backend itself, for the pages that ask the model
-    (lib/report/execute.py :func:`runnable`)."""
+    (lib/report/execute.py :func:`runnable`); without ``writer`` the question writer's key is not needed
+    (only pages that read no question run: :data:`QUESTION_FREE_PAGES`)."""
     problems = llm_problems(profile, check, local) if llm else []
     want = needs(profile)
-    if (writes_questions_with_claude(profile) and not os.environ.get("ANTHROPIC_API_KEY")
+    if (writer and writes_questions_with_claude(profile) and not os.environ.get("ANTHROPIC_API_KEY")
             and not any("ANTHROPIC_API_KEY" in p for p in problems)):
         problems.append("ANTHROPIC_API_KEY is not set (the question writer, Claude, needs a key)")
     if "hub" in want and os.environ.get("HF_HUB_OFFLINE") == "1":
@@ -141,10 +145,13 @@ def pages_to_run(profile, names: list[str], designs_of: dict[str, tuple[str, ...
     designs' backend cannot answer (:func:`llm_problems`), the pages that run an LLM design
     (``designs_of``: notebook -> its designs, notebooks/index.tsv) are left out by name, with what
     enables them, and the others run. Raises the one ProfileError when no page asked for can run, when
-    the questions are yet to be written by that model, or when anything else is missing (:func:`preflight`)."""
+    the questions are yet to be written by that model for a page that reads them (every page but the
+    collection's: :data:`QUESTION_FREE_PAGES`), or when anything else is missing (:func:`preflight`)."""
     problems = llm_problems(profile, check, local)
-    writer_needs_it = profile.settings["questions_source"] == "generate" and not writes_questions_with_claude(profile)
-    preflight(profile, check, local, llm=writer_needs_it)
+    questions = any(n not in QUESTION_FREE_PAGES for n in names)  # the collection page alone runs without them
+    writer_needs_it = (questions and profile.settings["questions_source"] == "generate"
+                       and not writes_questions_with_claude(profile))
+    preflight(profile, check, local, llm=writer_needs_it, writer=questions)
     if not problems:
         return list(names), None
     ask = [n for n in names if any(design_class(d).uses_llm for d in designs_of.get(n, ()))]

@@ -237,3 +237,30 @@ def test_the_questions_finding_counts_questions_that_copy_title_words_not_4_gram
     assert "4 of 5 questions passed review" in text and "and 2 copy 4 or more title words" in text
     assert "50" not in text
     assert "and 0 copy" in questions_reading(qs, [])
+
+
+def test_a_study_without_questions_runs_its_collection_page_without_the_model(tmp_path):
+    """Probe 6: a study with no QUESTIONS (its questions to be written by a model) was refused even for page 01
+    alone when the model could not answer; the collection page reads no question and runs."""
+    import shutil
+
+    from lib.config import STUDIES_DIR
+
+    pytest.importorskip("papermill")
+    name = "test-trust-v-no-questions"
+    shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+    unreachable = f"http://127.0.0.1:{_closed_port()}/v1"
+    try:
+        made = _run("new_study.py", "--name", name, "--docs", "tests/data/userdocs/docs.jsonl", "--set", "n_sources=3",
+                    "--set", "n_lookalikes=0", "--set", "llm_backend=openai", "--set", "llm_model=m",
+                    "--set", f"openai_base_url={unreachable}")
+        assert made.returncode == 0, made.stderr
+        env = {"RUN_PROFILE": name, "RUN_FAILED_ROOT": str(tmp_path / "failed")}
+        done = _run("run_notebooks.py", "--from-env", RUN_NOTEBOOK_NAMES="01_collection", **env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (STUDIES_DIR / name / "results" / "report" / "01_collection.html").exists()
+        # a page that reads the questions still needs the model that writes them: refused in one line
+        done = _run("run_notebooks.py", "--from-env", RUN_NOTEBOOK_NAMES="01_collection 02_questions", **env)
+        assert done.returncode == 2 and "cannot be reached" in done.stderr
+    finally:
+        shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
