@@ -36,6 +36,14 @@ Milvus (Milvus Lite embedded, an exact collection) with the in-process exact sea
 the 2,000-paper study's real questions (recall of the exact top 10, identical lists, latency: engine_agreement);
 with ``--scale`` it also builds a Milvus HNSW collection over the same synthetic vectors beside faiss's
 (``make bench ARGS="--scale 1000000 --engine"``: build, latency and recall@10 against exact, both in one run).
+
+Recall against speed, when asked and alone: ``--ann real,1000000`` sweeps every engine's settings (numpy exact,
+faiss HNSW over ef_search, faiss IVF-flat and IVF-PQ over nprobe, Milvus Lite's HNSW over ef) over the snapshot's
+real vectors (``real``) and over a real-shaped set of that size grown from them (lib/report/bench_ann.py), with the
+study's questions as queries: recall@10 and @50 against exact search, query time, build time, memory
+(``ann_real``, ``ann_1000000``). Each part is kept in build/bench-ann/ as it is measured, so a long run resumes;
+Milvus at 1M only with ``--ann-milvus``. With --save it also draws figures/bench_ann.png and writes docs/engine.md's
+tables from the figures; the defaults in lib/config.py are the cheapest HNSW setting with recall@10 >= 0.95 at 1M.
 """
 import importlib.util
 import json
@@ -202,6 +210,103 @@ def engine_agreement(profiles: tuple[str, ...] = ("dev", "offline"), k: int = 50
         print(row["summary"], flush=True)
         steps[f"engine_agreement_{name}"] = row
     return steps
+
+
+ANN = ROOT / "build" / "bench-ann"  # the --ann sweep's vectors, exact neighbours, indexes and parts (it resumes)
+
+
+def ann_sizes(argv: list[str]) -> list[str]:
+    """The sets of ``--ann real,1000000`` (or ``--ann=...``): ``real`` (the snapshot's own vectors) and sizes of
+    real-shaped sets grown from them; [] when not asked."""
+    for i, a in enumerate(argv):
+        if a == "--ann" or a.startswith("--ann="):
+            value = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+            sizes = [v.strip().replace("_", "") for v in value.split(",") if v.strip()]
+            if not sizes or any(v != "real" and not (v.isdigit() and int(v) > 0) for v in sizes):
+                raise SystemExit(f"--ann takes 'real' and set sizes separated by commas, got {value!r}")
+            return sizes
+    return []
+
+
+def ann_queries():
+    """The --ann queries: the study's scored questions, full and short forms, embedded by the snapshot's model
+    (from the shipped embedding cache; what it lacks is embedded and kept in build/, not in the shipped cache)."""
+    from lib import pipeline
+    from lib.config import load_profile
+    from lib.search.embedder import CACHE_DIR, Embedder
+
+    texts = []
+    for form in ("full", "short"):
+        texts += [q.text for q in pipeline.question_set(load_profile("offline", question_form=form))]
+    cfg = load_profile("offline")
+    emb = Embedder(cfg.embedder, cfg.embedder_backend, cache_dir=ANN / "embeddings", base_dirs=(CACHE_DIR,))
+    return emb.embed(texts, desc="embedding the questions"), (
+        f"the study's {len(texts) // 2} scored questions (data/questions.csv), full and short forms, "
+        f"embedded by {cfg.embedder}")
+
+
+def ann_bench(sizes: list[str], threads: int, milvus_at_scale: bool = False, log=print) -> dict:
+    """``--ann``: recall against speed per engine and setting (lib/report/bench_ann.py) over the snapshot's
+    real vectors (``real``) and over real-shaped sets of each size grown from them, with the study's questions
+    as queries; Milvus Lite's HNSW over the real set always, over a grown set with ``--ann-milvus`` (about
+    half an hour to build at 1M here). Each part is kept in build/bench-ann/ as it is measured."""
+    import faiss
+
+    from lib.report import bench_ann as ba
+
+    faiss.omp_set_num_threads(threads)
+    _, real = snapshot_vectors()
+    queries, queries_from = ann_queries()
+    steps = {}
+    for size in sizes:
+        if size == "real":
+            folder, vectors, grown = ANN / "real", real, None
+            nlist, milvus = 256, True
+        else:
+            n = int(size)
+            folder = ANN / f"grown-{n}"
+            real_nn = ba.real_nn_distances(real, ANN / "real-nn.npy", log=log)
+            vectors = ba.grown_set(real, real_nn, n, folder, seed=0)
+            check = ba.Checkpoint(folder / "parts.json")
+            if "distances" not in check:
+                check.put("distances", ba.grown_distances(vectors, len(real), real_nn, log=log))
+            grown = check.parts["distances"]
+            nlist, milvus = 1024 if n >= 500_000 else 256, milvus_at_scale
+        log(f"recall against speed over {len(vectors):,} rows ({size}), {len(queries)} queries")
+        check = ba.Checkpoint(folder / "parts.json")
+        parts = ba.sweep(vectors, queries, folder, check, nlist=nlist, milvus=milvus,
+                         milvus_queries=None if size == "real" else 200, log=lambda m: log("  " + m))
+        engines = {k: v for k, v in parts.items() if k != "distances"}
+        hnsw = [{"engine": name, **p} for name, part in engines.items() if name.startswith("faiss-hnsw")
+                for p in part["points"]]
+        chosen = ba.cheapest(hnsw)
+        row = {"rows": len(vectors), "dim": int(vectors.shape[1]), "queries": len(queries), "queries_from": queries_from,
+               "threads": threads, "faiss": faiss.__version__, "engines": engines, "goal_recall_at_10": ba.RECALL_GOAL,
+               "chosen_hnsw": chosen}
+        if grown is not None:
+            row.update(distances=grown, real_rows=len(real), seed=0, method=ba.GROW_METHOD)
+        row["summary"] = ba.sweep_summary(row)
+        log(row["summary"])
+        steps[f"ann_{'real' if size == 'real' else size}"] = row
+    return steps
+
+
+def save_ann(steps: dict, dest: Path, fresh: dict) -> None:
+    """The --ann figures merged into ``dest`` as it is now (read when the sweep is done, so that other parts
+    written meanwhile are kept; ``fresh`` when there is none), in the file's own layout; into the committed
+    results/bench.json also the chart and the docs' tables written from them."""
+    from lib.config import load_profile
+    from lib.io import write_text
+    from lib.report.bench_ann_chart import chart
+    from lib.report.bench_docs import ANN_CHART, write_ann_docs
+
+    out = json.loads(dest.read_text()) if dest.exists() else fresh
+    out["steps"].update(steps)
+    write_text(dest, json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    print(f"written to {dest.relative_to(ROOT)}")
+    if dest == COMMITTED:
+        chart(out["steps"], ROOT / ANN_CHART)
+        print("written:", ", ".join([ANN_CHART] + write_ann_docs(out["steps"], load_profile("offline"))))
 
 
 def snapshot_vocabulary():
@@ -505,6 +610,10 @@ def main(argv: list[str]) -> None:
         out["steps"].update(dense_scale(scale, THREADS, vector_kind(argv), engine="--engine" in argv,
                                          bm25="--no-bm25" not in argv))
         out["machine"]["faiss"] = faiss.__version__
+    elif ann_sizes(argv):  # recall against speed per engine, merged into the file as it is when done
+        save_ann(ann_bench(ann_sizes(argv), THREADS, "--ann-milvus" in argv, log=lambda m: print(m, flush=True)),
+                 output_path(argv), out)
+        return
     elif "--engine" in argv:  # Milvus against exact search on the real collections; the rest kept from the file
         if BENCH.exists():
             out = json.loads(BENCH.read_text())

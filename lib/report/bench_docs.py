@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..paths import ROOT
+from .bench_ann import QUANTILES, best_points, cheapest, ordered
+from .bench_study import STEP_WORDS, step_order
+
 
 # the decoding paths `make bench` compares (scripts/bench.py CALL_MODES), in the words of docs/speed.md
 DECODER_WORDS = {"fast": "the project's fast path (lib.llm.speculative)",
@@ -139,3 +143,264 @@ def with_block(doc: str, block: str, marks: tuple[str, str]) -> str:
     """``doc`` with the block between ``marks`` replaced by ``block``."""
     start, end = doc.index(marks[0]), doc.index(marks[1]) + len(marks[1])
     return doc[:start] + block + doc[end:]
+
+
+ANN_BLOCK = ("<!-- ann:start (written from results/bench.json: lib.report.bench_docs.ann_block) -->", "<!-- ann:end -->")
+ANN_CHART = "figures/bench_ann.png"  # drawn by lib.report.bench_ann_chart.chart from the same figures
+ANN_WORDS = {"ann_real": "the snapshot's real vectors", "ann_1000000": "real-shaped, grown to 1M"}
+
+
+def _setting(p: dict) -> str:
+    return next((f"{k} {p[k]}" for k in ("ef_search", "nprobe") if k in p), "exact")
+
+
+def _engine(name: str, part: dict) -> str:
+    words = {"numpy": "numpy, exact", "faiss-hnsw": "faiss HNSW", "faiss-ivf-flat": "faiss IVF-flat",
+             "faiss-ivf-pq": "faiss IVF-PQ", "milvus-hnsw": "Milvus Lite HNSW"}
+    kind, _, rest = name.partition(" ")
+    return f"{words.get(kind, kind)} {rest}".strip()
+
+
+def _point_cells(p: dict) -> list[str]:
+    k10, k50 = p["k10"], p["k50"]
+    return [f"{k10['recall']:.3f}", f"{k50['recall']:.3f}", f"{k50.get('recall_at_10', float('nan')):.3f}",
+            f"{k10['median_ms']:.2f} / {k10['p95_ms']:.2f}", f"{k10['qps']:,.0f}"]
+
+
+def _built(part: dict) -> list[str]:
+    mb = part.get("index_mb")
+    return [f"{part['build_s']:,.0f} s" if part.get("build_s") == part.get("build_s") else "",
+            f"{mb:,.0f} MB" if mb else "not measured"]
+
+
+POINT_HEAD = ("recall@10 | recall@50 | recall@10 of the top 50 | ms a query, top 10 (median / p95) | queries/s")
+
+
+def ann_choice_table(steps: dict) -> str:
+    """Per set and engine, the cheapest setting reaching the goal's recall@10 (else the engine's highest recall)."""
+    lines = [f"| set | engine | setting | {POINT_HEAD} | build | memory |", "|---|---|---|" + "---|" * 7]
+    for key, words in ANN_WORDS.items():
+        row = steps.get(key)
+        if not row:
+            continue
+        for name, part in ordered(row["engines"]):
+            p = cheapest(part["points"], row["goal_recall_at_10"])
+            setting = _setting(p) if p else f"{_setting(best_points(part))} (its highest; none reaches the goal)"
+            lines.append(f"| {words}, {row['rows']:,} | {_engine(name, part)} | {setting} | "
+                         + " | ".join(_point_cells(p or best_points(part)) + _built(part)) + " |")
+    return "\n".join(lines)
+
+
+def ann_sweep_table(row: dict) -> str:
+    """Every setting measured over one set."""
+    lines = [f"| engine | setting | {POINT_HEAD} |", "|---|---|" + "---|" * 5]
+    for name, part in ordered(row["engines"]):
+        for p in part["points"]:
+            lines.append(f"| {_engine(name, part)} | {_setting(p)} | " + " | ".join(_point_cells(p)) + " |")
+    return "\n".join(lines)
+
+
+def distance_markdown(table: dict) -> str:
+    """The nearest-neighbour distances of the grown set against the real one (lib.report.bench_ann.distance_table)."""
+    qs = [f"q{int(q * 100):02d}" for q in QUANTILES]
+    lines = ["| nearest-neighbour distance (chord) | rows | " + " | ".join(f"{int(q * 100)}%" for q in QUANTILES)
+             + " | mean |", "|---|---|" + "---|" * (len(qs) + 1)]
+    for key in ("real", "synthetic", "real_in_grown"):
+        r = table[key]
+        lines.append(f"| {r['what']} | {r['n']:,} | " + " | ".join(f"{r[q]:.3f}" for q in qs) + f" | {r['mean']:.3f} |")
+    return "\n".join(lines)
+
+
+def ann_block(steps: dict, defaults: dict, chart: str = "../" + ANN_CHART) -> str:
+    """docs/engine.md's recall against speed (``make bench ARGS="--ann real,1000000"``): how it was measured,
+    the chart, the cheapest setting per engine, the grown set's distances against the real ones, the defaults
+    chosen and every setting swept; empty when no sweep was run. ``defaults``: the profile's HNSW settings."""
+    rows = [steps[k] for k in ANN_WORDS if k in steps]
+    if not rows:
+        return ""
+    first, grown = rows[0], steps.get("ann_1000000")
+    loads = [x for r in rows for part in r["engines"].values() for p in part["points"] for x in p["loadavg"]]
+    parts = [ANN_BLOCK[0],
+             f"Measured by `make bench ARGS=\"--ann real,1000000\"` on {first['threads']} threads (faiss "
+             f"{first['faiss']}): {first['queries_from']} ({first['queries']} queries, none of them a row of "
+             "either set), each searched once at depth 10 and once at depth 50, one query at a time; recall "
+             "against numpy's exact search over the same set; queries per second are one over the mean time of "
+             f"one top-10 query. Other jobs shared the two cores (load average {min(loads):.1f}-{max(loads):.1f}), "
+             "so times are upper bounds; recall does not depend on them.", "",
+             f"![recall@10 against queries per second, per engine and setting]({chart})", "",
+             ann_choice_table(steps)]
+    if grown:
+        d = grown["distances"]
+        parts += ["", f"The real-shaped set: {grown['method']}; {grown['real_rows']:,} real rows and "
+                      f"{grown['rows'] - grown['real_rows']:,} synthetic ones, seed {grown['seed']}. How close its "
+                      "nearest-neighbour distances are to the real set's (exact search; a sample of 2,000 rows of "
+                      f"each kind in the grown set; Kolmogorov-Smirnov distance of the synthetic sample to the real "
+                      f"distribution {d['ks_synthetic_vs_real']:.3f}):", "", distance_markdown(d)]
+        c = grown.get("chosen_hnsw")
+        parts += ["", (f"**The project's HNSW defaults** (`hnsw_m` {defaults['hnsw_m']}, `hnsw_ef_construction` "
+                       f"{defaults['hnsw_ef_construction']}, `hnsw_ef_search` {defaults['hnsw_ef_search']}) are the "
+                       f"cheapest faiss HNSW setting measured with recall@10 >= {grown['goal_recall_at_10']} on the "
+                       f"real-shaped 1M set ({c['engine']}, ef_search {c['ef_search']}: recall@10 "
+                       f"{c['k10']['recall']:.3f}, {c['k10']['median_ms']:.2f} ms a query)." if c else
+                       f"No faiss HNSW setting measured reached recall@10 {grown['goal_recall_at_10']} on the "
+                       "real-shaped 1M set.")]
+    for key, words in ANN_WORDS.items():
+        if key in steps:
+            parts += ["", f"<details><summary>Every setting swept over {words} ({steps[key]['rows']:,} rows)"
+                          "</summary>", "", ann_sweep_table(steps[key]), "", "</details>"]
+    return "\n".join(parts + [ANN_BLOCK[1]])
+
+
+def hnsw_defaults(profile) -> dict:
+    """The profile's HNSW settings (lib/config.py)."""
+    return {k: getattr(profile, k) for k in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search")}
+
+
+def ann_docs(steps: dict, profile) -> dict[str, tuple[str, tuple[str, str]]]:
+    """The docs' blocks written from the --ann figures: {file (from the repository's root): (block, marks)}."""
+    return {"docs/engine.md": (ann_block(steps, hnsw_defaults(profile)), ANN_BLOCK),
+            "docs/your-data.md": (scale_block(steps, hnsw_defaults(profile)), SCALE_BLOCK),
+            "README.md": (readme_scale(steps, hnsw_defaults(profile)), README_SCALE)}
+
+
+def write_ann_docs(steps: dict, profile) -> list[str]:
+    """Write :func:`ann_docs`'s blocks into their files; the files written."""
+    return _write_blocks(ann_docs(steps, profile))
+
+
+THROUGHPUT_BLOCK = ("<!-- throughput:start (written from results/bench.json: lib.report.bench_docs.throughput_block) -->",
+                    "<!-- throughput:end -->")
+README_SCALE = ("<!-- scale-readme:start (written from results/bench.json: lib.report.bench_docs.readme_scale) -->",
+                "<!-- scale-readme:end -->")
+
+
+def _step_words(name: str) -> str:
+    return STEP_WORDS.get(name) or ("design " + name[len("design_"):] if name.startswith("design_") else name)
+
+
+def _hours(s: float | None) -> str:
+    if s is None:
+        return "not measured"
+    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min" if s >= 60 else f"{s:.0f} s"
+
+
+def throughput_block(steps: dict) -> str:
+    """docs/your-data.md's throughput table (scripts/bench_study.py, ``study_throughput``): each step's time as
+    measured and projected to 1M documents; empty when not measured."""
+    t = steps.get("study_throughput")
+    if not t:
+        return ""
+    lines = [f"| step | wall, {t['documents']:,} documents | CPU (user + system) | at {t['target']:,} documents, "
+             "wall / CPU | projected how |", "|---|---|---|---|---|"]
+    for name in step_order(t["steps"]):
+        row, p = t["steps"][name], t["projected"][name]
+        lines.append(f"| {_step_words(name)} | {_hours(row['wall_s'])} | {_hours(row['cpu_s'])} | "
+                     f"{_hours(p['s'])} / {_hours(p['cpu_s'])} | {p['how']} |")
+    loads = [r["loadavg"] for r in t["steps"].values() if "loadavg" in r]
+    first = t["first_to_move"]
+    words = [THROUGHPUT_BLOCK[0],
+             f"Measured by {t['method']} ({t['documents']:,} abstracts of the snapshot, the study's {t['questions']} "
+             f"scored questions, the designs that ask no model; the model designs were not run: the local model "
+             f"was busy with another job). The machine's two cores were shared with a model job (load average "
+             f"{min(loads):.1f}-{max(loads):.1f}), so wall times are upper bounds; CPU time is the steadier figure.",
+             "", *lines, "",
+             f"In all (chunking measured apart): {_hours(t['total_wall_s'])} wall, {_hours(t['total_cpu_s'])} of "
+             f"CPU; peak resident memory {t['peak_rss_mb']:,.0f} MB. At {t['target']:,} documents: about "
+             f"{_hours(t['projected_total_cpu_s'])} of CPU ({_hours(t['projected_total_s'])} wall at this machine's "
+             f"load), {(t['projected'][first]['cpu_s'] or 0) / t['projected_total_cpu_s']:.0%} of it "
+             f"{_step_words(first)}: the step to move to a GPU or a server first.", THROUGHPUT_BLOCK[1]]
+    return "\n".join(words)
+
+
+def readme_scale(steps: dict, defaults: dict) -> str:
+    """The README's lines on scale: the HNSW defaults and what they find at 1M (``ann_1000000``), and the study's
+    throughput (``study_throughput``); each when measured."""
+    lines = []
+    grown = steps.get("ann_1000000")
+    c = grown.get("chosen_hnsw") if grown else None
+    if c:
+        lines.append(f"Approximate search (from 300,000 chunks, or `dense_backend=faiss-hnsw`) uses faiss HNSW with "
+                     f"`hnsw_m` {defaults['hnsw_m']}, `hnsw_ef_construction` {defaults['hnsw_ef_construction']} and "
+                     f"`hnsw_ef_search` {defaults['hnsw_ef_search']}: the cheapest setting measured that finds "
+                     f"{c['k10']['recall']:.0%} of the exact top 10 for the study's questions over 1,000,000 "
+                     f"real-shaped vectors ({c['k10']['median_ms']:.1f} ms a query; docs/engine.md).")
+    t = steps.get("study_throughput")
+    if t:
+        first = t["first_to_move"]
+        lines.append(f"Throughput, measured on {t['documents']:,} of the snapshot's abstracts (2 shared CPU cores, the "
+                     f"designs without a model): {_hours(t['total_cpu_s'])} of CPU end to end, peak memory "
+                     f"{t['peak_rss_mb']:,.0f} MB; projected to {t['target']:,} documents about "
+                     f"{_hours(t['projected_total_cpu_s'])} of CPU, "
+                     f"{(t['projected'][first]['cpu_s'] or 0) / t['projected_total_cpu_s']:.0%} of it "
+                     f"{_step_words(first)}, the step to move to a GPU first (docs/your-data.md, \"Throughput\").")
+    return "\n".join([README_SCALE[0], *lines, README_SCALE[1]])
+
+
+def throughput_docs(steps: dict, profile) -> dict[str, tuple[str, tuple[str, str]]]:
+    """The blocks written from ``study_throughput``: {file: (block, marks)}."""
+    return {"docs/your-data.md": (throughput_block(steps), THROUGHPUT_BLOCK),
+            "README.md": (readme_scale(steps, hnsw_defaults(profile)), README_SCALE)}
+
+
+def write_throughput_docs(steps: dict, profile) -> list[str]:
+    """Write :func:`throughput_docs`'s blocks into their files; the files written."""
+    return _write_blocks(throughput_docs(steps, profile))
+
+
+def _write_blocks(blocks: dict[str, tuple[str, tuple[str, str]]]) -> list[str]:
+    out = []
+    for rel, (block, marks) in blocks.items():
+        path = ROOT / rel
+        text = with_block(path.read_text(encoding="utf-8"), block or "\n".join(marks), marks)  # empty: marks kept
+        path.write_text(text, encoding="utf-8")
+        out.append(rel)
+    return out
+
+
+SCALE_BLOCK = ("<!-- ann-scale:start (written from results/bench.json: lib.report.bench_docs.scale_block) -->",
+               "<!-- ann-scale:end -->")
+
+
+def _at(row: dict, engine: str, ef: int) -> dict | None:
+    part = row["engines"].get(engine)
+    return next((p for p in part["points"] if p.get("ef_search") == ef), None) if part else None
+
+
+def scale_block(steps: dict, defaults: dict) -> str:
+    """docs/your-data.md's dense search at scale with the profile's HNSW settings (``defaults``): over the
+    snapshot's real vectors, the real-shaped 1M set and, as the worst case, 1M uniform random vectors; empty
+    until both --ann sets are measured."""
+    real, grown = steps.get("ann_real"), steps.get("ann_1000000")
+    if not (real and grown):
+        return ""
+    m, efc, ef = defaults["hnsw_m"], defaults["hnsw_ef_construction"], defaults["hnsw_ef_search"]
+    engine = f"faiss-hnsw m{m} efc{efc}"
+    uniform, flat = steps.get("dense_scale_1000000_faiss-hnsw"), steps.get("dense_scale_1000000_numpy")
+    same = bool(uniform) and uniform["m"] == m and uniform["ef_construction"] == efc
+    worst = uniform["sweep"].get(str(ef)) if same else None
+    sets = (real, grown)
+    pts = [_at(r, engine, ef) for r in sets]
+    exact = [r["engines"]["numpy"]["points"][0] for r in sets]
+
+    def row(what: str, mine: list[str], worst_cell: str) -> str:
+        return f"| {what} | " + " | ".join(mine) + f" | {worst_cell} |"
+
+    def each(fn) -> list[str]:
+        return [fn(p) if p else "not measured" for p in pts]
+
+    lines = [row("", [f"{r['rows']:,} {w}" for r, w in zip(sets, ("real vectors", "real-shaped"))],
+                 "1,000,000 uniform random (the worst case)"), "|---|---|---|---|",
+             row("numpy, exact: ms a query, top 10 (median)", [f"{p['k10']['median_ms']:.1f}" for p in exact],
+                 f"{flat['median_ms']:.1f} (top 50)" if flat else "not measured"),
+             row(f"faiss HNSW at the defaults (m {m}, ef_construction {efc}, ef_search {ef}): recall@10",
+                 each(lambda p: f"{p['k10']['recall']:.3f}"), f"{worst['recall_at_10']:.3f}" if worst else "not measured"),
+             row("the same, recall@50 (top 50, as the designs search)", each(lambda p: f"{p['k50']['recall']:.3f}"),
+                 "not measured"),
+             row("the same, ms a query, top 10 (median / p95)",
+                 each(lambda p: f"{p['k10']['median_ms']:.2f} / {p['k10']['p95_ms']:.2f}"),
+                 f"{worst['median_ms']:.2f} / {worst['p95_ms']:.2f}" if worst else "not measured"),
+             row("the same, build / memory",
+                 [f"{r['engines'][engine]['build_s']:,.0f} s / {r['engines'][engine]['index_mb']:,.0f} MB"
+                  if engine in r["engines"] else "not measured" for r in sets],
+                 f"{uniform['build_s']:,.0f} s / {uniform['index_mb']:,.0f} MB" if same else "not measured")]
+    return "\n".join([SCALE_BLOCK[0], *lines, SCALE_BLOCK[1]])
