@@ -47,6 +47,31 @@ def long_doc(rows, n=3, doc_id="long-x"):
 # ------------------------------------------------------------------ chunking
 
 
+def test_a_long_text_is_tokenized_piece_by_piece_into_the_same_chunks_with_progress_between(rows, tok, monkeypatch):
+    """Issue 57: a 100 MB document sat in page 01 for minutes with no progress shown (its text tokenized in one
+    call): a text longer than PIECE characters is tokenized a piece at a time, cut after whitespace, with progress
+    told after each piece; its word pieces, offsets and word starts are those of the text tokenized whole, so its
+    chunks are the same."""
+    from lib.search import chunking
+
+    tokenizer, max_length = tok
+    doc = long_doc(rows, 60)
+    body = doc["abstract"]
+    whole = chunk_documents([doc, rows[0]], tokenizer, max_length=max_length, progress=False)
+    monkeypatch.setattr(chunking, "PIECE", 5_000)
+    cuts = chunking._pieces(body)
+    assert len(cuts) > 6 and all(body[c - 1].isspace() for c in cuts[1:-1])
+    ticks = []
+    (n,) = chunking._encode(tokenizer, [body], ticks.append)
+    assert n == pieces(tokenizer, body) and len(ticks) == len(cuts) - 1 and max(ticks) <= 5_000 and sum(ticks) == len(body)
+    (words, offsets), = chunking._encode(tokenizer, [body], lambda n: None, offsets=True)
+    enc = tokenizer(body, add_special_tokens=False, return_offsets_mapping=True)
+    assert [tuple(o) for o in offsets] == [tuple(o) for o in enc["offset_mapping"]]
+    starts = lambda w: [i for i in range(len(w)) if i == 0 or w[i] != w[i - 1]]  # noqa: E731
+    assert starts(words) == starts(enc.word_ids())
+    assert chunk_documents([doc, rows[0]], tokenizer, max_length=max_length, progress=False) == whole
+
+
 def test_chunks_cover_the_document_in_overlapping_word_aligned_windows(rows, tok):
     tokenizer, max_length = tok
     doc = long_doc(rows, 6)

@@ -264,3 +264,26 @@ def test_a_study_without_questions_runs_its_collection_page_without_the_model(tm
         assert done.returncode == 2 and "cannot be reached" in done.stderr
     finally:
         shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+
+
+def test_a_studys_import_shows_its_steps_as_they_end(tmp_path, monkeypatch):
+    """Probe 6: a 100 MB document sat in page 01 with no progress shown: the import shows a bar of its steps (read,
+    measured, written, read back) from its start, where progress is shown (PROGRESS_TO: a file here); chunking
+    shows the characters tokenized (tests/test_chunking.py)."""
+    import shutil
+
+    from lib.config import STUDIES_DIR, load_profile
+    from lib.data.study import import_study
+
+    name = "test-trust-v-import-steps"
+    shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)
+    log = tmp_path / "progress.log"
+    monkeypatch.setenv("PROGRESS_TO", str(log))
+    try:
+        made = _run("new_study.py", "--name", name, "--docs", "tests/data/userdocs/beir")
+        assert made.returncode == 0, made.stderr
+        import_study(load_profile(name))
+        shown = log.read_text(encoding="utf-8").replace("\r", "\n")
+        assert "importing tests/data/userdocs/beir:   0%" in shown and "4/4" in shown
+    finally:
+        shutil.rmtree(STUDIES_DIR / name, ignore_errors=True)

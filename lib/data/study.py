@@ -18,6 +18,7 @@ from ..config import ROOT, Profile, profile_file, shown_path
 from ..errors import DataError
 from .relevance import encode
 from ..io import HeldLock, acquire, write_bytes, write_json, write_jsonl
+from ..progress import bar
 from .draw import draw_sources, tfidf_neighbours
 from .papers import Paper, read_collection
 from .questions import write_questions
@@ -149,11 +150,15 @@ def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dic
             return read_collection(out), manifest
         before = {p: p.read_bytes() for p in (out, qfile, man) if p.exists()}
         old_key = manifest.get("inputs_key") or "unknown"
+    # its steps shown as they end (a file of 100 MB takes seconds to read, measure, write and read back)
+    steps = bar(total=4, desc=f"importing {shown_path(profile.path('documents_path'))}", unit="step")
     rows, questions, files, read = read_user_data(profile)
+    steps.update()
     manifest = {"kind": "documents", "inputs_key": key, "profile": profile.name, "files": files,
                 "collection_source": "documents", "n_papers": len(rows), "by_role": {"document": len(rows)},
                 "text_words": _text_words(rows), "with_title": sum(bool(r["title"]) for r in rows),
                 "metadata_fields": sorted({k for r in rows for k in r.get("metadata", {})}), **read}
+    steps.update()
     if questions is not None:
         kept = [q for q in questions if any(g > 0 for g in (q.get("relevant") or {}).values())]
         scored = {q["qid"] for q in kept}
@@ -170,12 +175,16 @@ def import_study(profile: Profile, force: bool = False) -> tuple[list[dict], dic
         rows, drawn = _draw_sources(rows, profile)
         manifest.update(drawn)
     write_jsonl(out, rows)
+    steps.update()
     if before and any(p.read_bytes() != b for p, b in before.items() if p != man):
         manifest["superseded"] = set_aside(profile, old_key, before)
     write_json(man, manifest)
     manifest = json.loads(man.read_text())
+    rows = read_collection(out)
+    steps.update()
+    steps.close()
     say(manifest)
-    return read_collection(out), manifest
+    return rows, manifest
 
 
 def say(manifest: dict) -> None:

@@ -27,9 +27,14 @@ import numpy as np
 
 from ..data.papers import paper_text
 from ..errors import DataError, ProfileError
+from ..progress import bar
 
 OVERLAP_SHARE = 0.15  # the default overlap, as a share of the chunk size
-BATCH = 256  # documents tokenized per call
+BATCH = 256  # documents (or passages) tokenized per call
+# a text longer than this is tokenized a piece of about this many characters at a time, cut after whitespace: the
+# word pieces of a tokenizer that splits words at whitespace first (BERT's) are the same, and progress shows
+# between pieces (a 100 MB document took minutes in one call)
+PIECE = 100_000
 
 
 @dataclass(frozen=True)
@@ -120,19 +125,67 @@ def _windows(word_ids: Sequence[int], width: int, overlap: int,
         start = nxt
 
 
+def _pieces(text: str) -> list[int]:
+    """Where a long text is cut for tokenizing (:data:`PIECE`): 0, each cut (after the last whitespace before
+    the piece's end; at its end when it has none), ``len(text)``."""
+    cuts = [0]
+    while len(text) - cuts[-1] > PIECE:
+        start, end = cuts[-1], cuts[-1] + PIECE
+        space = max(text.rfind(c, start, end) for c in " \n\t")
+        cuts.append(space + 1 if space > start else end)
+    return cuts + [len(text)]
+
+
+def _encode(tokenizer, texts: Sequence[str], tick: Callable[[int], Any], offsets: bool = False) -> list:
+    """Each text's word pieces without special tokens: their number, or with ``offsets`` (their word ids, their
+    character offsets). Texts are tokenized :data:`BATCH` at a time, a text longer than :data:`PIECE` piece by
+    piece (:func:`_pieces`; each piece's offsets moved to its place, its words numbered on); ``tick(n)`` hears of
+    every ``n`` characters done."""
+    def encoded(batch: list[str]):
+        return tokenizer(batch, add_special_tokens=False, return_offsets_mapping=offsets, verbose=False)
+
+    def one(enc, k: int):
+        return (enc.word_ids(k), enc["offset_mapping"][k]) if offsets else len(enc["input_ids"][k])
+
+    out: list = [None] * len(texts)
+    short = [i for i, text in enumerate(texts) if len(text) <= PIECE]
+    for b in range(0, len(short), BATCH):
+        enc = encoded([texts[i] for i in short[b:b + BATCH]])
+        for k, i in enumerate(short[b:b + BATCH]):
+            out[i] = one(enc, k)
+        tick(sum(len(texts[i]) for i in short[b:b + BATCH]))
+    for i in (i for i, text in enumerate(texts) if len(text) > PIECE):
+        cuts, words, spans, n = _pieces(texts[i]), [], [], 0
+        for start, end in zip(cuts, cuts[1:]):
+            got = one(encoded([texts[i][start:end]]), 0)
+            if offsets:
+                first = words[-1] + 1 if words else 0
+                words += [first + w for w in got[0]]
+                spans += [(a + start, z + start) for a, z in got[1]]
+            else:
+                n += got
+            tick(end - start)
+        out[i] = (words, spans) if offsets else n
+    return out
+
+
 def chunk_documents(docs: Sequence[Any], tokenizer, size: int | None = None, overlap: int | None = None,
-                    max_length: int | None = None) -> list[Chunk]:
+                    max_length: int | None = None, progress: bool = True) -> list[Chunk]:
     """Every document's chunks, in document order then position (see the module docstring).
 
     ``docs``: records with ``id``, ``title`` and ``abstract`` (the body), dicts or :class:`Paper`.
     ``tokenizer``: the embedder's own (a fast Hugging Face tokenizer, for offsets and word ids);
     ``max_length``: the embedder's maximum input, by default ``tokenizer.model_max_length`` (the
     sentence-transformers model sets it to its max_seq_length; :func:`chunk_for_embedder` passes it).
-    A chunk's text never tokenizes to more than ``size`` word pieces."""
+    A chunk's text never tokenizes to more than ``size`` word pieces. ``progress``: a bar of the characters
+    tokenized (each document's text measured whole, then its body cut or counted, then its passages checked)."""
     size, overlap = chunk_settings(tokenizer, size, overlap, max_length)
+    total = 2 * sum(len(_field(doc, "title", j)) + len(_field(doc, "abstract", j)) for j, doc in enumerate(docs, 1))
+    shown = bar(total=total, desc=f"chunking {len(docs):,} documents", unit="char", unit_scale=True,
+                disable=not progress)
 
     def counts(texts: list[str]) -> list[int]:
-        return [len(t) for t in tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]] if texts else []
+        return _encode(tokenizer, texts, shown.update)
 
     seen: set[str] = set()
     out: list[Chunk] = []
@@ -146,9 +199,8 @@ def chunk_documents(docs: Sequence[Any], tokenizer, size: int | None = None, ove
             rows.append((j, d, title, body, paper_text({"title": title, "abstract": body})))
         whole = counts([r[4] for r in rows])
         long = [r for r, n in zip(rows, whole) if n > size]
-        bodies = tokenizer([r[3] for r in long], add_special_tokens=False, return_offsets_mapping=True,
-                           verbose=False) if long else None
-        prefixes = counts([paper_text({"title": r[2], "abstract": ""}) for r in long])
+        bodies = _encode(tokenizer, [r[3] for r in long], shown.update, offsets=True)
+        prefixes = _encode(tokenizer, [paper_text({"title": r[2], "abstract": ""}) for r in long], lambda n: None)
         cut: dict[str, list[Chunk]] = {}
         drafts = []  # per long document: its text maker, word ids, width and first spans
         for i, ((row, d, title, body, _), prefix) in enumerate(zip(long, prefixes)):
@@ -156,10 +208,10 @@ def chunk_documents(docs: Sequence[Any], tokenizer, size: int | None = None, ove
             if width <= overlap:
                 raise DataError(f"documents: row {row}: field 'title': its {prefix} word pieces leave {max(width, 0)} "
                                 f"of chunk_tokens = {size} for the text, not more than chunk_overlap = {overlap}")
-            words = bodies.word_ids(i)
-            drafts.append((d, _slicer(title, body, bodies["offset_mapping"][i]), words, width,
-                           _windows(words, width, overlap)))
+            words, offsets = bodies[i]
+            drafts.append((d, _slicer(title, body, offsets), words, width, _windows(words, width, overlap)))
         texts = [text_of(s, e) for _, text_of, _, _, spans in drafts for s, e in spans]
+        shown.total += sum(map(len, texts))  # the passages are checked too
         lengths = iter(counts(texts))
         for d, text_of, words, width, spans in drafts:
             if max(next(lengths) for _ in spans) > size:  # a passage tokenized alone took a piece more: check each
@@ -168,6 +220,8 @@ def chunk_documents(docs: Sequence[Any], tokenizer, size: int | None = None, ove
         fit = iter(counts([r[3] for r in rows if r[1] not in cut]))  # body lengths of the documents that fit
         for row, d, title, body, full in rows:  # a document that fits: one chunk, its own text
             out.extend(cut[d] if d in cut else [make_chunk(d, 0, full, 0, next(fit))])
+    shown.total = shown.n  # (a title's separator is a character or two more than counted)
+    shown.close()
     return out
 
 
