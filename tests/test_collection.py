@@ -74,6 +74,14 @@ def test_tfidf_lookalikes_find_the_topical_twin():
     assert nb["a"][0][1] > nb["a"][1][1]
 
 
+def test_a_handful_of_texts_sharing_no_word_have_no_lookalikes():
+    # five short notes of a study: no word in two of them, so TF-IDF keeps none (scikit-learn refused: page 01 crashed)
+    pool = [P(c, f"note {c}", t) for c, t in zip("abcde", ("pump seal leaked", "valve stuck open", "gearbox noise",
+                                                           "blade crack found", "oil filter clogged"))]
+    pool = [P(p.id, t, p.abstract) for p, t in zip(pool, ("Pump", "Valve", "Gearbox", "Blade", "Filter"))]
+    assert tfidf_neighbours(pool, ["a", "c"], k=2) == {"a": [], "c": []}
+
+
 @pytest.fixture(scope="module")
 def pool(snapshot):
     """A real pool, about a seventh of the snapshot: the window's papers, the two weeks before it (papers

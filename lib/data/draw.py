@@ -40,8 +40,15 @@ def tfidf_neighbours(pool: list[Paper], query_ids: list[str], k: int) -> dict[st
     """
     from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn is heavy and only this step needs it
 
+    # a word in one text alone links nothing, so words must be in two; a handful of short texts may share none,
+    # and then no text has a lookalike (scikit-learn refuses an empty vocabulary)
     vec = TfidfVectorizer(stop_words="english", sublinear_tf=True, min_df=2, dtype=np.float32)
-    matrix = vec.fit_transform([p.text for p in pool])  # rows are L2-normalised
+    try:
+        matrix = vec.fit_transform([p.text for p in pool])  # rows are L2-normalised
+    except ValueError:
+        if len(pool) >= 50:
+            raise
+        return {qid: [] for qid in query_ids}
     index = {p.id: i for i, p in enumerate(pool)}
     ids = np.array([p.id for p in pool])
     out: dict[str, list[tuple[str, float]]] = {}
