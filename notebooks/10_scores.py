@@ -68,7 +68,7 @@ from lib.io import write_json, write_text
 from lib.report import loop as loop_report
 from lib.report import plots, statistics_doc
 from lib.report.display import design_namer, fixed, headroom_words, source_words
-from lib.report.index_page import conditions_from, headline_table
+from lib.report.index_page import conditions_from, headline_table, without_idle_escalate
 from lib.report.pages import lacking, open_page, reading, show, whole_table
 
 cfg = notebook_profile(globals())
@@ -199,9 +199,14 @@ plots.deltas_chart(deltas, cfg.figures_dir / f"{cfg.name}_deltas.png", names=nam
 # where its questions have them), each against dense in that condition. A run stopped part-way is saved
 # and named, not scored.
 
+# %% [markdown]
+# The charts of this section are the index's, drawn from the same table (escalate left out where it
+# never escalates: its points would be hybrid_rerank's); the tables have every row.
+
 # %%
 conditions = queries.condition_table(cfg)
-plots.conditions_chart(conditions, cfg.figures_dir / f"{cfg.name}_conditions.png", names=names)
+charted, _ = without_idle_escalate(conditions, cfg)
+plots.conditions_chart(charted, cfg.figures_dir / f"{cfg.name}_conditions.png", names=names)
 
 # %%
 shown = ["condition", "design", "runs", "questions", "recall_at_5", "recall_at_5_delta", "recall_at_5_low",
@@ -236,7 +241,7 @@ display(Markdown(statistics_doc.method_sentence(scores.comparisons(conditions)))
 # to show each one.
 
 # %%
-plots.frontier_chart(conditions, cfg.figures_dir / f"{cfg.name}_frontier.png", names=names)
+plots.frontier_chart(charted, cfg.figures_dir / f"{cfg.name}_frontier.png", names=names)
 
 # %% [markdown]
 # ## Every condition: by style, by length, and power
