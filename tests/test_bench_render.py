@@ -46,3 +46,31 @@ def test_the_speed_table_says_where_and_how_warm_the_rerender_was_measured(tmp_p
     # a figure measured before it said how: said to be the working copy's, caches warm, not a fresh clone
     bench.write_text(json.dumps({"steps": {"report_rerender": {"cpu_s": 54.0, "wall_s": 58.0, "summary": "54 s"}}}))
     assert "caches warm, not a fresh clone" in speed_section(bench)
+
+
+def test_the_tests_bench_reads_make_tests_figures_and_the_speed_table_shows_them(tmp_path):
+    """scripts/bench_tests.py: the pytest summary line and the slowest tests read from `make test`'s output, and
+    the step it records shown by the index's speed table with what it is held to."""
+    import bench_tests
+
+    from lib.report.index_page import speed_section
+
+    log = ("ruff check lib scripts tests\nAll checks passed!\n"
+           "============================= slowest 15 durations ==============================\n"
+           "121.97s setup    tests/test_newcomer.py::test_the_readme_worked_example\n"
+           "8.67s call     tests/test_metrics.py::test_paired_permutation_agrees_with_ranx_compare_and_scipy\n"
+           "=========================== short test summary info ============================\n"
+           "SKIPPED [1] tests/test_x.py:3: no chromium\n"
+           "=============== 850 passed, 21 skipped in 301.20s (0:05:01) ===============\n")
+    figures = bench_tests.pytest_figures(log)
+    assert figures["pytest"] == "850 passed, 21 skipped in 301.20s (0:05:01)"
+    assert figures["slowest"] == [
+        {"s": 121.97, "phase": "setup", "test": "tests/test_newcomer.py::test_the_readme_worked_example"},
+        {"s": 8.67, "phase": "call", "test": "tests/test_metrics.py::test_paired_permutation_agrees_with_ranx_compare_and_scipy"}]
+    assert bench_tests.pytest_figures("make: *** [Makefile] Error 2\n") == {"pytest": "", "slowest": []}
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"steps": {"make_test": {"wall_s": 301.0, "cpu_s": 540.0,
+                                                         "summary": "5.0 min wall, 540 s of CPU"}}}))
+    table = speed_section(bench)
+    assert "make test in a fresh clone, the install included" in table and "5.0 min wall, 540 s of CPU" in table
+    assert "6 min wall on 2 quiet cores, 600 s of CPU" in table
