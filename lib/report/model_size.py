@@ -25,7 +25,7 @@ from . import queries
 from .. import pipeline
 
 AXIS_CONDITIONS = ("full questions", "short questions")
-AXIS_DESIGNS = ("agent", "multiquery", "loop", "loop_question_first")
+AXIS_DESIGNS = ("agent", "multiquery", "loop", "loop_question_first", "decompose", "hyde")
 ARTICLE_MODEL = "Claude Haiku 5.5 (the article's)"
 DEFAULT = "full questions"
 METRIC_WORDS = {"recall_at_5": "recall@5", "mrr_at_10": "MRR@10"}
