@@ -41,7 +41,8 @@ def cpu_model() -> str:
 
 def pytest_figures(log: str) -> dict:
     """The pytest summary line ("838 passed, 19 skipped in 301.2s") and its slowest tests, from `make test`'s output."""
-    summary = next((m.group(1) for m in re.finditer(r"^=+ (.*\bin [\d.]+s(?: \([\d:]+\))?) =+$", log, re.M)), "")
+    said = r"^(?:=+ )?(\d+ (?:passed|failed|error)[^=\n]*? in [\d.]+s(?: \([\d:]+\))?)(?: =+)?$"  # -q or not
+    summary = next((m.group(1) for m in re.finditer(said, log, re.M)), "")
     slowest = [{"s": float(m.group(1)), "phase": m.group(2), "test": m.group(3)}
                for m in re.finditer(r"^([\d.]+)s (setup|call|teardown)\s+(\S+)$", log, re.M)]
     return {"pytest": summary, "slowest": slowest}

@@ -141,7 +141,7 @@ def write_index(cfg) -> Path | None:
     atomically, so a failed write leaves the files that were there whole. For the shipped report
     the README's generated answer and results table are brought up to date too."""
     from lib import pipeline
-    from lib.report import plots, queries
+    from lib.report import chart_files, queries
     from lib.io import write_bytes
     from lib.report.display import spreadsheet_safe
     from lib.report.index_page import (build_index, readme_answer, readme_results, runs_table, update_readme,
@@ -163,14 +163,14 @@ def write_index(cfg) -> Path | None:
     with tempfile.TemporaryDirectory(prefix="index-") as tmp:
         scratch = Path(tmp)
         for key, drawn in draw_index_charts(conditions, cfg, scratch / "charts").items():
-            plots.place_png(drawn.read_bytes(), figs[key])  # kept where the same data is drawn within tolerance
+            chart_files.place_png(drawn.read_bytes(), figs[key])  # kept where the same data is drawn within tolerance
         links = page_links(cfg.report_dir)
         built = build_index(scratch, pipeline.results_dir(cfg), cfg, [figs["conditions"]],
                             bench=ROOT / "results" / "bench.json", conditions=conditions, headline=figs["headline"],
                             frontier=figs["frontier"], scored=scored, links=links, pages_dir=cfg.report_dir,
                             runs=runs_table(cfg, every), left_out=left_out)
         for f in sorted((scratch / "figures").glob("*")):
-            plots.place_png(f.read_bytes(), cfg.report_dir / "figures" / f.name)
+            chart_files.place_png(f.read_bytes(), cfg.report_dir / "figures" / f.name)
         out = write_bytes(cfg.report_dir / built.name, built.read_bytes())
     if cfg.shipped:
         figure = Path(os.path.relpath(figs["headline"], ROOT)).as_posix()

@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
     failed_dir = args.failed_root / str(out).lstrip("/")
     from jupyter_client.kernelspec import NoSuchKernel
 
-    from lib.report.plots import KEPT_LOG, kept_line  # the charts kept within tolerance are named in this file
+    from lib.report.chart_files import KEPT_LOG, kept_line  # the charts kept within tolerance are named in this file
 
     handle, kept_log = tempfile.mkstemp(prefix="kept-charts-", suffix=".tsv")
     os.close(handle)

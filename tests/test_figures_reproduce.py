@@ -1,5 +1,5 @@
 """A fresh render reproduces the committed charts on any machine, whatever its matplotlib settings: held to their
-data and to an image tolerance, not to their bytes (lib/report/plots.py place_png). In a clean clone of the
+data and to an image tolerance, not to their bytes (lib/report/chart_files.py place_png). In a clean clone of the
 commit, the index's three charts (the README's headline figure among them) are redrawn from the table make report
 drew them from (report/tables/index_charts.csv, written beside them) with the render's own code
 (scripts/build_report.py draw_index_charts), under a matplotlibrc that sets other fonts, sizes and hinting: each
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from lib.config import ROOT
-from lib.report import plots
+from lib.report import chart_files, plots
 from lib.report.bench import fresh_clone
 
 REDRAW = """
@@ -57,12 +57,12 @@ def test_the_index_charts_redrawn_from_their_table_in_a_clean_clone_show_the_com
     assert set(drawn) == {"headline", "frontier", "conditions"}
     for key, path in drawn.items():
         new = open(path, "rb").read()
-        assert plots.png_digest(new) is not None, key
+        assert chart_files.png_digest(new) is not None, key
         for committed in (clone / "figures" / f"offline_{key}.png", clone / "report" / "figures" / f"offline_{key}.png"):
             old = committed.read_bytes()
-            assert plots.png_digest(old) == plots.png_digest(new), f"{committed.relative_to(clone)}: other data"
-            rms = plots.within_tolerance(old, new)
-            assert rms is not None, f"{committed.relative_to(clone)}: beyond tolerance {plots.TOLERANCE}"
+            assert chart_files.png_digest(old) == chart_files.png_digest(new), f"{committed.relative_to(clone)}: other data"
+            rms = chart_files.within_tolerance(old, new)
+            assert rms is not None, f"{committed.relative_to(clone)}: beyond tolerance {chart_files.TOLERANCE}"
 
 
 def _pixels_moved(png: bytes, n: int) -> bytes:
@@ -77,7 +77,7 @@ def _pixels_moved(png: bytes, n: int) -> bytes:
         image.putpixel((i % image.width, i // image.width), (0, 0, 0, 255))
     buf = io.BytesIO()
     image.save(buf, format="png")
-    return plots.with_comment(buf.getvalue(), plots.DIGEST + plots.png_digest(png))
+    return chart_files.with_comment(buf.getvalue(), chart_files.DIGEST + chart_files.png_digest(png))
 
 
 def test_a_chart_drawn_again_with_its_data_within_tolerance_keeps_the_file_and_the_page_shows_the_file(tmp_path,
@@ -91,32 +91,32 @@ def test_a_chart_drawn_again_with_its_data_within_tolerance_keeps_the_file_and_t
     path = tmp_path / "frontier.png"
     plots.frontier_chart(table, path)
     committed = path.read_bytes()
-    assert plots.png_digest(committed) is not None
+    assert chart_files.png_digest(committed) is not None
     log = tmp_path / "kept.tsv"
-    monkeypatch.setenv(plots.KEPT_LOG, str(log))
+    monkeypatch.setenv(chart_files.KEPT_LOG, str(log))
     # drawn again on this machine: the same bytes
-    assert plots.place_png(committed, path) == "same"
+    assert chart_files.place_png(committed, path) == "same"
     # another CPU: five pixels differ, the same data: the file there is kept, and named
     other_cpu = _pixels_moved(committed, 5)
-    assert other_cpu != committed and plots.within_tolerance(committed, other_cpu) is not None
-    assert plots.place_png(other_cpu, path) == "kept" and path.read_bytes() == committed
-    line = plots.kept_line(log)
+    assert other_cpu != committed and chart_files.within_tolerance(committed, other_cpu) is not None
+    assert chart_files.place_png(other_cpu, path) == "kept" and path.read_bytes() == committed
+    line = chart_files.kept_line(log)
     assert line.startswith("charts kept as they were: 1 drawn here") and "frontier.png" in line
     # the chart redrawn (same data, same machine) is the kept file, and the page shows that file
     fig = plots.frontier_chart(table, path)
     assert path.read_bytes() == committed
-    assert base64.b64decode(plots.shown_png(fig)) == committed
+    assert base64.b64decode(chart_files.shown_png(fig)) == committed
     # other data (one score moved by 0.001, a pixel or less): written, whatever the pixels
     moved = table.assign(mrr_at_10=[0.611, 0.57])
     plots.frontier_chart(moved, path)
-    assert path.read_bytes() != committed and plots.png_digest(path.read_bytes()) != plots.png_digest(committed)
+    assert path.read_bytes() != committed and chart_files.png_digest(path.read_bytes()) != chart_files.png_digest(committed)
     # the same data beyond tolerance (a damaged file): written
     path.write_bytes(committed)
-    assert plots.place_png(_pixels_moved(committed, 5000), path) == "written"
+    assert chart_files.place_png(_pixels_moved(committed, 5000), path) == "written"
     # the same for a chart whose digest is its drawn data (no table given): a changed label is other data
     plots.scores_chart(pd.DataFrame({"design": ["dense", "bm25"], "run": [1, 1], "recall_at_5": [0.5, 0.4],
                                      "mrr_at_10": [0.4, 0.3]}), tmp_path / "s.png")
     first = (tmp_path / "s.png").read_bytes()
     plots.scores_chart(pd.DataFrame({"design": ["dense", "bm25"], "run": [1, 1], "recall_at_5": [0.5, 0.4],
                                      "mrr_at_10": [0.4, 0.3]}), tmp_path / "s.png", names=str.upper)
-    assert plots.png_digest((tmp_path / "s.png").read_bytes()) != plots.png_digest(first)
+    assert chart_files.png_digest((tmp_path / "s.png").read_bytes()) != chart_files.png_digest(first)

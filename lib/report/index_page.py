@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..config import ROOT
 from ..evaluation import scores
-from . import plots
+from . import chart_files
 from .article import shows_article
 from .display import design_namer
 from .index_html import (STYLE, _md_bold, _table_html, agent_html, conditions_list, cost_html, designs_html,  # noqa: F401
@@ -125,7 +125,7 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
 {headline_block}
 <p>{html.escape(note)} Profile <b>{html.escape(cfg.name)}</b>; every number on this page is computed from the saved runs
 when the report is built. A fresh <code>make report</code> reproduces this page, every other page and every table byte for
-byte; each chart within a tolerance: drawn again with the same data within an RMS difference of {plots.TOLERANCE:g} grey
+byte; each chart within a tolerance: drawn again with the same data within an RMS difference of {chart_files.TOLERANCE:g} grey
 level of 255 of the file already there (matplotlib's <code>compare_images</code>), as another kind of CPU draws it, the file is
 kept, and so are the pages that show it.</p>
 <h2>What was compared</h2>
