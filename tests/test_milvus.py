@@ -404,7 +404,7 @@ def test_the_worked_example_runs_end_to_end_on_the_embedded_engine():
         done = subprocess.run(["make", "--no-print-directory", "study", "DOCS=examples/beir-dev", f"NAME={name}",
                                "SET=question_limit=3 chunk_documents=false llm_backend=replay retriever=milvus "
                                "corpus_description=arxiv",
-                               "NOTEBOOKS=01_collection 02_questions 03_dense 06_agent 07_keyword_hybrid 10_scores"],
+                               "NOTEBOOKS=01_collection 03_dense 06_agent 07_keyword_hybrid 10_scores"],
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         results = folder / "results"
