@@ -34,7 +34,8 @@ WORKED_EXAMPLE_TESTS = ("test_newcomer.py::test_the_readme_worked_example", "tes
 # - server: the two that share one local model server.
 # The groups are given here by test id and scheduled by GroupScheduling below (xdist's own xdist_group
 # marks do not group under pytest 9, whose node ids xdist can no longer rename). Heavy work is handed
-# out first (HEAVY_FIRST, longest first), so that no worker is left with a long test at the end.
+# out first (HEAVY_FIRST, longest first: the studies run through `make study` or notebooks, then the tests that
+# start make or a kernel), so that no worker is left with a long test at the end.
 GROUPS = {
     "worked": WORKED_EXAMPLE_TESTS,
     "tree": ("test_display.py::test_a_notebook_runs_with_plain_nbconvert", "test_study.py::",
@@ -46,11 +47,14 @@ GROUPS = {
     "ranx": ("test_designs.py::test_rrf_matches_ranx", "test_designs.py::test_trec_export_is_read_by_ranx"),
     "server": ("test_llm_openai.py::test_a_real_server",),
 }
-HEAVY_FIRST = (*WORKED_EXAMPLE_TESTS, "test_notebooks_pilot.py::", "test_smoke_pilot.py::",
-               "test_render_safety.py::test_make_", "test_readme_commands.py::test_a_draw_on_a_clean_clone",
+HEAVY_FIRST = (*WORKED_EXAMPLE_TESTS, "test_study_wording.py::test_a_study_of_other_documents",
+               "test_notebooks_pilot.py::", "test_smoke_pilot.py::", "test_milvus.py::test_the_worked_example",
+               "test_render_safety.py::test_a_study_whose_every_field", "test_render_safety.py::test_make_",
+               "test_readme_commands.py::test_a_draw_on_a_clean_clone", "test_trust_v.py::test_a_study_without_questions",
+               "test_why_shapes.py::test_page_12_renders_for_multiquery", "test_figures_reproduce.py::test_the_index_charts",
                "test_llm_openai.py::test_a_real_server", "test_loop.py::", "test_scores.py::test_breakdowns",
-               "test_designs.py::test_rrf_matches_ranx", "test_pages_render.py::",
-               "test_settings_parsing.py::test_check_settings_")
+               "test_corpus_wording.py::test_saved_runs_replay", "test_designs.py::test_rrf_matches_ranx",
+               "test_pages_render.py::", "test_settings_parsing.py::test_check_settings_")
 
 
 def _tail(nodeid: str) -> str:
