@@ -14,12 +14,13 @@
 # ---
 
 # %% [markdown]
-# # 13. Better queries up front: sub-question decomposition and HyDE
+# # 13. Better queries up front: decomposition and HyDE
 #
 # *Page 12 finds that no judgment of when to stop makes the agent beat dense with these models' queries:
 # what could is better queries. Do the two strategies practitioners reach for when one search is not
 # enough write better ones?*
-#
+
+# %% [markdown] tags=["arxiv-only"]
 # Neither is in the article; both ask the same local model once per question, before any search, and run
 # in every condition (a stated addition, `lib/llm/prompts.py`):
 #
@@ -31,6 +32,23 @@
 # - **hyde**: Hypothetical Document Embeddings (Gao et al. 2022). The model writes a short abstract of a
 #   paper that would answer the question; one dense search with the mean of the question's and the
 #   abstract's vectors (the paper's estimate, the question counted as one more hypothesis).
+#
+# Offline, `make report` replays the recorded responses of the local model; the local model gets worked
+# examples (decomposition two: a single-part and a two-part question; HyDE one) and a grammar (1-3 lines;
+# one paragraph).
+
+# %% [markdown] tags=["study-only"]
+# Neither is in the article; both ask the same local model once per question, before any search, and run
+# in every condition (a stated addition, `lib/llm/prompts.py`):
+#
+# - **decompose**: sub-question decomposition (LlamaIndex's sub-question query engine; Self-Ask, Press et
+#   al. 2022; least-to-most prompting, Zhou et al. 2022). The model writes one search query per part of
+#   the question, one to three; the question and each part are searched (dense top `dense_k`) and the
+#   lists fused with reciprocal rank fusion, k = `rrf_k`, as multi-query fuses its rewrites. Two-part
+#   questions are its case.
+# - **hyde**: Hypothetical Document Embeddings (Gao et al. 2022). The model writes a short passage of a
+#   document that would answer the question; one dense search with the mean of the question's and the
+#   passage's vectors (Gao et al.'s estimate, the question counted as one more hypothesis).
 #
 # Offline, `make report` replays the recorded responses of the local model; the local model gets worked
 # examples (decomposition two: a single-part and a two-part question; HyDE one) and a grammar (1-3 lines;

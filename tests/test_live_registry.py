@@ -69,7 +69,7 @@ RUNS = [1, 2, 3]  # the article profile's n_runs
 # the recorded reply each LLM request kind gets (tests/data/anthropic_<name>.json); each ends its
 # question, so a design that replays its prefetched first turn makes no live call
 REPLIES = {"rewrite": "rewrite_three", "agent": "agent_stop", "escalate": "agent_stop", "loop": "loop_answer",
-           "loop_question_first": "loop_answer"}
+           "loop_question_first": "loop_answer", "decompose": "decompose_two", "hyde": "hyde_abstract"}
 
 
 class Searcher(ListSearcher):
