@@ -23,6 +23,10 @@ class ListSearcher:
     def search_many(self, queries, k):
         return [self.search(q, k) for q in queries]
 
+    def search_mean(self, texts, k):
+        """HyDE's one search with several texts (DenseSearcher.search_mean): here, their joined text's list."""
+        return self.search(" ".join(texts), k)
+
 
 class ScriptedLLM:
     """Answers requests with scripted texts, in order; records the requests it saw."""
