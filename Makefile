@@ -29,7 +29,7 @@ export OMP_WAIT_POLICY := $(or $(value OMP_WAIT_POLICY),PASSIVE)
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: setup report study test notebook sync lab reranker local-llm bench expected readme-table snapshot-embeddings escalation loop-selection place-model
+.PHONY: setup report study test notebook sync lab reranker local-llm bench bench-study expected readme-table snapshot-embeddings escalation loop-selection place-model
 
 setup: $(VENV)/.setup-done
 
@@ -185,6 +185,11 @@ bench: export BENCH_ARGS := $(value ARGS)
 bench: export BENCH_SAVE := $(value SAVE)
 bench: setup
 	$(BIN)/python scripts/bench.py
+
+# the study's own throughput: make study's steps over 20,000 of the snapshot's abstracts, timed, and projected to
+# 1M documents (scripts/bench_study.py, written to build/bench-study.json; SAVE=1: into results/bench.json and the docs)
+bench-study: setup
+	$(BIN)/python scripts/bench_study.py $(if $(filter 1,$(SAVE)),--save)
 
 # place your own model on page 12's chart: the agent's decision tree for it on the first N questions, its stop and
 # search accuracy and the difference from dense a judge at them predicts (scripts/place_model.py), e.g.

@@ -213,6 +213,7 @@ def engine_agreement(profiles: tuple[str, ...] = ("dev", "offline"), k: int = 50
 
 
 ANN = ROOT / "build" / "bench-ann"  # the --ann sweep's vectors, exact neighbours, indexes and parts (it resumes)
+ANN_HNSW = ((16, 80), (32, 80), (16, 200), (32, 200))  # the faiss HNSW graphs swept: (m, ef_construction)
 
 
 def ann_sizes(argv: list[str]) -> list[str]:
@@ -274,7 +275,7 @@ def ann_bench(sizes: list[str], threads: int, milvus_at_scale: bool = False, log
             nlist, milvus = 1024 if n >= 500_000 else 256, milvus_at_scale
         log(f"recall against speed over {len(vectors):,} rows ({size}), {len(queries)} queries")
         check = ba.Checkpoint(folder / "parts.json")
-        parts = ba.sweep(vectors, queries, folder, check, nlist=nlist, milvus=milvus,
+        parts = ba.sweep(vectors, queries, folder, check, hnsw_settings=ANN_HNSW, nlist=nlist, milvus=milvus,
                          milvus_queries=None if size == "real" else 200, log=lambda m: log("  " + m))
         engines = {k: v for k, v in parts.items() if k != "distances"}
         hnsw = [{"engine": name, **p} for name, part in engines.items() if name.startswith("faiss-hnsw")
@@ -298,15 +299,19 @@ def save_ann(steps: dict, dest: Path, fresh: dict) -> None:
     from lib.config import load_profile
     from lib.io import write_text
     from lib.report.bench_ann_chart import chart
-    from lib.report.bench_docs import ANN_CHART, write_ann_docs
+    from lib.report.bench_docs import ANN_CHART, write_ann_docs, write_throughput_docs
+    from lib.report.bench_study import refreshed
 
     out = json.loads(dest.read_text()) if dest.exists() else fresh
     out["steps"].update(steps)
-    write_text(dest, json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    out["steps"] = refreshed(out["steps"])  # the study's throughput projected with these figures at 1M
+    write_text(dest, json.dumps(out, indent=1, ensure_ascii=False) + "\n")  # the file's order kept
     print(f"written to {dest.relative_to(ROOT)}")
     if dest == COMMITTED:
         chart(out["steps"], ROOT / ANN_CHART)
-        print("written:", ", ".join([ANN_CHART] + write_ann_docs(out["steps"], load_profile("offline"))))
+        cfg = load_profile("offline")
+        print("written:", ", ".join([ANN_CHART] + write_ann_docs(out["steps"], cfg)
+                                    + write_throughput_docs(out["steps"], cfg)))
 
 
 def snapshot_vocabulary():

@@ -91,4 +91,5 @@ def test_docs_and_chart_are_written_from_bench_json(tmp_path):
     assert compare_images(str(ROOT / ANN_CHART), str(tmp_path / "chart.png"), tol=5) is None
     drawn = series(real)
     assert list(drawn)[0] == "numpy"  # exact first, then the engines in their order
-    assert drawn["numpy"] == [(1.0, real["engines"]["numpy"]["points"][0]["k10"]["qps"], "exact")]
+    assert drawn["numpy"] == [(1.0, real["engines"]["numpy"]["points"][0]["k10"]["cpu_qps"], "exact")]
+

@@ -5,8 +5,9 @@ How each step is projected (:data:`SCALING`): import, chunking and embedding gro
 measured rate); the dense index at 1M is faiss HNSW (the study's ``auto`` backend from 300,000 rows) with the
 build time measured at 1M (``ann_1000000``, the chosen setting; else the uniform-vector run); the BM25 index
 at 1M is the bench's 1M-chunk build (``bm25_scale_1000000``); a design's time grows by each question's
-searches (:data:`SEARCHES`) times the difference between a search's time at 1M and at the corpus's size
-(both measured); the pages depend on the questions, not the documents, and are kept as measured.
+searches (:data:`SEARCHES`) times the difference between a search's time at 1M (the bench's medians) and at the
+corpus's size (its CPU time, measured by scripts/bench_study.py); the pages depend on the questions, not the
+documents, and are kept as measured.
 """
 from __future__ import annotations
 
@@ -43,17 +44,20 @@ def dense_query_at_scale(bench: dict) -> float | None:
     return uniform["median_ms"] if uniform else None
 
 
-def projected(steps: dict, docs: int, questions: int, bench: dict, target: int = TARGET) -> dict[str, dict]:
+def projected(steps: dict, docs: int, questions: int, bench: dict, search: dict,
+              target: int = TARGET) -> dict[str, dict]:
     """Each step's projected seconds at ``target`` documents and how (module docstring): ``s`` from its wall
     time, ``cpu_s`` from its CPU time (user + system; on a shared machine the steadier of the two; the figures at
-    1M taken from the bench are wall times and count in both)."""
-    out = {name: one for name, one in _projected(steps, docs, questions, bench, target, "wall_s").items()}
-    for name, one in _projected(steps, docs, questions, bench, target, "cpu_s").items():
+    1M taken from the bench are wall times and count in both). ``search``: one top-50 search's median time at
+    this size (``dense_ms``, ``bm25_ms``)."""
+    out = {name: one for name, one in _projected(steps, docs, questions, bench, search, target, "wall_s").items()}
+    for name, one in _projected(steps, docs, questions, bench, search, target, "cpu_s").items():
         out[name]["cpu_s"] = one["s"]
     return out
 
 
-def _projected(steps: dict, docs: int, questions: int, bench: dict, target: int, clock: str) -> dict[str, dict]:
+def _projected(steps: dict, docs: int, questions: int, bench: dict, search: dict, target: int,
+               clock: str) -> dict[str, dict]:
     """:func:`projected` by one clock (``wall_s`` or ``cpu_s``)."""
     grow = target / docs
     out = {}
@@ -75,11 +79,13 @@ def _projected(steps: dict, docs: int, questions: int, bench: dict, target: int,
         elif name.startswith("design_"):
             n_dense, n_bm25 = SEARCHES[name[len("design_"):]]
             dense_1m, bm25 = dense_query_at_scale(bench), bench.get("bm25_scale_1000000")
-            extra = questions * (n_dense * max(0.0, (dense_1m or 0) - steps["search"]["dense_ms"]) +
-                                 n_bm25 * max(0.0, (bm25["median_ms"] if bm25 else 0) - steps["search"]["bm25_ms"])) / 1000
+            extra = questions * (n_dense * max(0.0, (dense_1m or 0) - search["dense_ms"]) +
+                                 n_bm25 * max(0.0, (bm25["median_ms"] if bm25 else 0) - search["bm25_ms"])) / 1000
             out[name] = {"s": row[clock] + extra, "how": f"+ {extra:.0f} s: each question's searches at 1M"}
-        elif how == "none":
+        elif name == "pages":
             out[name] = {"s": row[clock], "how": "as measured (grows with questions, not documents)"}
+        elif how == "none":
+            out[name] = {"s": row[clock], "how": "as measured (does not grow)"}
     return out
 
 
@@ -87,7 +93,7 @@ def throughput_row(steps: dict, docs: int, questions: int, bench: dict, target: 
     """The ``study_throughput`` figures: each step as measured, the whole, and the projection to ``target``
     documents, with the step that takes longest there (the first to move to a GPU or a server)."""
     timed = {k: v for k, v in steps.items() if k != "search"}
-    proj = projected(timed, docs, questions, bench, target)
+    proj = projected(timed, docs, questions, bench, steps["search"], target)
     counted = [k for k in timed if not timed[k].get("measured_apart")]
     total = sum(timed[k]["wall_s"] for k in counted)
     total_1m = sum(proj[k]["s"] or 0 for k in counted)
@@ -107,3 +113,13 @@ def throughput_row(steps: dict, docs: int, questions: int, bench: dict, target: 
 def step_order(steps: dict) -> Sequence[str]:
     """The steps in the order they ran, the searches' latencies left out."""
     return [k for k in steps if k != "search"]
+
+
+def refreshed(bench: dict) -> dict:
+    """``bench`` (a bench.json's steps) with its ``study_throughput`` projected again from the figures at 1M it
+    holds now (they may have been measured after the throughput was)."""
+    t = bench.get("study_throughput")
+    if not t:
+        return bench
+    again = throughput_row(t["steps"], t["documents"], t["questions"], bench, t["target"])
+    return {**bench, "study_throughput": {**again, "method": t["method"]}}

@@ -378,8 +378,9 @@ def _measured(key: str, step: dict, what: str) -> str:
     return what
 
 
-def speed_section(bench: Path) -> str:
-    """The benchmark's figures as a readable table: step, what was measured, time, and the limit."""
+def speed_section(bench: Path, chart: str = "") -> str:
+    """The benchmark's figures as a readable table: step, what was measured, time, and the limit; ``chart``:
+    the recall-against-speed chart's HTML, shown below it."""
     b = json.loads(bench.read_text())
     steps = b.get("steps", {})
     cells = [(step, _measured(k, steps[k], what), str(steps[k].get("summary", "")), limit)
@@ -393,4 +394,6 @@ def speed_section(bench: Path) -> str:
             "cores with other jobs, so these are upper bounds next to the benchmark's.</p>"
             f"<details><summary>Every step measured ({len(cells)} rows)</summary><div class=\"scroll\"><table><tr><th>step</th>"
             "<th>what was measured</th><th>time</th><th>held to</th></tr>"
-            f"{rows}</table></div></details>")
+            f"{rows}</table></div></details>" + (f"<figure>{chart}<figcaption>Recall@10 against queries per second, "
+            "per engine and setting, for the study's questions (<code>make bench ARGS=\"--ann real,1000000\"</code>; "
+            "docs/engine.md)</figcaption></figure>" if chart else ""))

@@ -258,7 +258,7 @@ SCALE_BACKEND_WORDS = {"numpy": "exact (numpy)", "faiss-flat": "exact (faiss fla
 
 def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
     """The ``make bench ARGS="--scale ..."`` figures, smallest collection first: dense search by backend
-    over synthetic (or the snapshot's) vectors, and BM25 over synthetic chunks."""
+    over synthetic (or the snapshot's) vectors, and BM25 over synthetic chunks; and the ``--ann`` sweeps."""
     rows = []
     for key, row in steps.items():
         if key.startswith("dense_scale_"):
@@ -274,6 +274,12 @@ def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
             order = list(SCALE_BACKEND_WORDS).index(backend) if backend in SCALE_BACKEND_WORDS else len(SCALE_BACKEND_WORDS)
             rows.append((row["rows"], label, order, ("dense search at scale", what, summary,
                                                      "50 ms per query exact, else faiss")))
+        elif key.startswith("ann_"):  # make bench ARGS="--ann ...": every engine's recall against speed (docs/engine.md)
+            kind = "the snapshot's real vectors" if key == "ann_real" else "real-shaped vectors grown from them"
+            what = (f"recall@10 and @50 against exact search and query time per engine and setting, {row['rows']:,} x "
+                    f"{row['dim']} {kind}, the study's questions as queries")
+            rows.append((row["rows"], "~", -1, ("recall against speed", what, row.get("summary", ""),
+                                                f"recall@10 >= {row.get('goal_recall_at_10', 0.95)} at the defaults")))
         elif key.startswith("bm25_scale_"):
             what = f"bm25s over {row['rows']:,} synthetic chunks, read back memory-mapped"
             rows.append((row["rows"], "~", 0, ("BM25 at scale", what, row.get("summary", ""), "none")))

@@ -94,7 +94,8 @@ def build_index(report_dir: Path, results_dir: Path, profile, figures: list[Path
         runs = runs if runs is not None else runs_table(cfg, table)
     except Exception as exc:  # a run file that cannot be read: said, not hidden
         runs = pd.DataFrame({"could not read the saved runs": [f"{type(exc).__name__}: {exc}"]})
-    bench_html = speed_section(bench) if bench is not None and Path(bench).exists() else ""
+    bench_html = (speed_section(bench, img(ROOT / "figures" / "bench_ann.png", "recall against speed per engine"))
+                  if bench is not None and Path(bench).exists() else "")
     if study:  # make bench measures the arXiv study's collection: a study's own times are its runs'
         bench_html = ("<h2>Speed</h2><p>This study's own time per question, design by design, is in the scores table "
                       "(median latency) and on page 10 (median and 90th percentile); the project's benchmark "
