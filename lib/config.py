@@ -138,9 +138,11 @@ class Settings(BaseModel):
                                                    description="[from, to]: only papers first listed in this range")
     dense_backend: Literal["auto", "numpy", "faiss-flat", "faiss-hnsw"] = Field(
         default="auto", description="exact search (numpy) while it stays fast; auto: faiss HNSW for large collections")
+    # the cheapest HNSW setting measured that finds 95% of the exact top 10 for the study's questions over 1M
+    # real-shaped vectors (make bench ARGS="--ann real,1000000", docs/engine.md; tests/test_bench_ann.py holds them)
     hnsw_m: int = Field(default=32, ge=2, le=256)
-    hnsw_ef_search: int = Field(default=64, ge=1, le=4096)
-    hnsw_ef_construction: int = Field(default=80, ge=1, le=4096)
+    hnsw_ef_search: int = Field(default=128, ge=1, le=4096)
+    hnsw_ef_construction: int = Field(default=200, ge=1, le=4096)
     # dense search in a search engine instead of in process (lib/search/milvus_index.py, docs/engine.md)
     retriever: Literal["in-process", "milvus"] = Field(
         default="in-process", description="where dense search runs: in process (numpy / faiss), or in Milvus")

@@ -252,6 +252,7 @@ def ann_bench(sizes: list[str], threads: int, milvus_at_scale: bool = False, log
     as queries; Milvus Lite's HNSW over the real set always, over a grown set with ``--ann-milvus`` (about
     half an hour to build at 1M here). Each part is kept in build/bench-ann/ as it is measured."""
     import faiss
+    import numpy as np
 
     from lib.report import bench_ann as ba
 
@@ -284,6 +285,8 @@ def ann_bench(sizes: list[str], threads: int, milvus_at_scale: bool = False, log
         row = {"rows": len(vectors), "dim": int(vectors.shape[1]), "queries": len(queries), "queries_from": queries_from,
                "threads": threads, "faiss": faiss.__version__, "engines": engines, "goal_recall_at_10": ba.RECALL_GOAL,
                "chosen_hnsw": chosen}
+        row["query_nn"] = ba.query_distances(vectors, queries, np.load(folder / "exact.npy"),
+                                             f"the questions, nearest row of the {len(vectors):,}")
         if grown is not None:
             row.update(distances=grown, real_rows=len(real), seed=0, method=ba.GROW_METHOD)
         row["summary"] = ba.sweep_summary(row)

@@ -9,7 +9,7 @@ import pytest
 from lib.config import ROOT, load_profile
 from lib.report import bench_ann as ba
 from lib.report.bench_ann_chart import chart, series
-from lib.report.bench_docs import ANN_BLOCK, ANN_CHART, ann_docs
+from lib.report.bench_docs import ANN_BLOCK, ANN_CHART, ann_docs, hnsw_defaults
 
 BENCH = json.loads((ROOT / "results" / "bench.json").read_text())["steps"]
 
@@ -27,6 +27,8 @@ def test_exact_neighbours_are_a_full_sort_done_in_blocks_and_leave_out_each_quer
     full = queries @ base.T
     assert np.array_equal(idx, np.argsort(-full, axis=1, kind="stable")[:, :20])
     assert np.allclose(sim, np.take_along_axis(full, idx, 1), atol=1e-6)
+    near = ba.query_distances(base, queries, idx, "queries")
+    assert near["n"] == 40 and near["q50"] == pytest.approx(np.median(ba.chord(full.max(axis=1))), abs=1e-6)
     own, _ = ba.exact_neighbours(base[:50], base[:50], 1, exclude=np.arange(50), bblock=16)
     assert (own[:, 0] != np.arange(50)).all()
     assert np.array_equal(own[:, 0], np.argsort(-(base[:50] @ base[:50].T - 3 * np.eye(50)), axis=1)[:, 0])
@@ -93,3 +95,25 @@ def test_docs_and_chart_are_written_from_bench_json(tmp_path):
     assert list(drawn)[0] == "numpy"  # exact first, then the engines in their order
     assert drawn["numpy"] == [(1.0, real["engines"]["numpy"]["points"][0]["k10"]["cpu_qps"], "exact")]
 
+
+
+def test_the_defaults_are_the_cheapest_hnsw_setting_reaching_the_goal_on_the_real_shaped_1m_set():
+    grown = BENCH["ann_1000000"]
+    assert grown["rows"] == 1_000_000 and grown["real_rows"] == 63_903 and grown["queries"] == 594
+    d = grown["distances"]
+    assert d["synthetic"]["q50"] == pytest.approx(d["real"]["q50"], rel=0.05) and d["ks_synthetic_vs_real"] < 0.05
+    chosen = grown["chosen_hnsw"]
+    assert chosen == ba.cheapest([{"engine": n, **p} for n, part in grown["engines"].items()
+                                  if n.startswith("faiss-hnsw") for p in part["points"]])
+    assert chosen["k10"]["recall"] >= ba.RECALL_GOAL
+    m, efc = (int(w[3:]) if w.startswith("efc") else int(w[1:]) for w in chosen["engine"].split()[1:])
+    assert hnsw_defaults(load_profile("offline")) == {"hnsw_m": m, "hnsw_ef_construction": efc,
+                                                      "hnsw_ef_search": chosen["ef_search"]}
+
+
+def test_the_index_speed_table_shows_both_sweeps_and_the_chart(tmp_path):
+    from lib.report.index_html import speed_section
+
+    page = speed_section(ROOT / "results" / "bench.json", '<img src="figures/bench_ann.png" alt="chart">')
+    assert page.count("<td>recall against speed</td>") == 2 and 'src="figures/bench_ann.png"' in page
+    assert "real-shaped vectors grown from them" in page and "the snapshot&#x27;s real vectors" in page

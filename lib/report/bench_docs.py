@@ -203,13 +203,13 @@ def ann_sweep_table(row: dict) -> str:
     return "\n".join(lines)
 
 
-def distance_markdown(table: dict) -> str:
-    """The nearest-neighbour distances of the grown set against the real one (lib.report.bench_ann.distance_table)."""
+def distance_markdown(table: dict, queries: Sequence[dict] = ()) -> str:
+    """The nearest-neighbour distances of the grown set against the real one (lib.report.bench_ann.distance_table),
+    and the queries' distances to their nearest row (``queries``: quantile rows)."""
     qs = [f"q{int(q * 100):02d}" for q in QUANTILES]
     lines = ["| nearest-neighbour distance (chord) | rows | " + " | ".join(f"{int(q * 100)}%" for q in QUANTILES)
              + " | mean |", "|---|---|" + "---|" * (len(qs) + 1)]
-    for key in ("real", "synthetic", "real_in_grown"):
-        r = table[key]
+    for r in [table[k] for k in ("real", "synthetic", "real_in_grown")] + list(queries):
         lines.append(f"| {r['what']} | {r['n']:,} | " + " | ".join(f"{r[q]:.3f}" for q in qs) + f" | {r['mean']:.3f} |")
     return "\n".join(lines)
 
@@ -241,7 +241,8 @@ def ann_block(steps: dict, defaults: dict, chart: str = "../" + ANN_CHART) -> st
                       f"{grown['rows'] - grown['real_rows']:,} synthetic ones, seed {grown['seed']}. How close its "
                       "nearest-neighbour distances are to the real set's (exact search; a sample of 2,000 rows of "
                       f"each kind in the grown set; Kolmogorov-Smirnov distance of the synthetic sample to the real "
-                      f"distribution {d['ks_synthetic_vs_real']:.3f}):", "", distance_markdown(d)]
+                      f"distribution {d['ks_synthetic_vs_real']:.3f}); and how far the questions lie from their "
+                      "nearest row:", "", distance_markdown(d, [r["query_nn"] for r in rows if "query_nn" in r])]
         c = grown.get("chosen_hnsw")
         parts += ["", (f"**The project's HNSW defaults** (`hnsw_m` {defaults['hnsw_m']}, `hnsw_ef_construction` "
                        f"{defaults['hnsw_ef_construction']}, `hnsw_ef_search` {defaults['hnsw_ef_search']}) are the "
@@ -387,8 +388,7 @@ def scale_block(steps: dict, defaults: dict) -> str:
     m, efc, ef = defaults["hnsw_m"], defaults["hnsw_ef_construction"], defaults["hnsw_ef_search"]
     engine = f"faiss-hnsw m{m} efc{efc}"
     uniform, flat = steps.get("dense_scale_1000000_faiss-hnsw"), steps.get("dense_scale_1000000_numpy")
-    same = bool(uniform) and uniform["m"] == m and uniform["ef_construction"] == efc
-    worst = uniform["sweep"].get(str(ef)) if same else None
+    worst = uniform["sweep"].get(str(ef)) if uniform else None  # at the same ef_search, its own graph's m and ef_construction
     sets = (real, grown)
     pts = [_at(r, engine, ef) for r in sets]
     exact = [r["engines"]["numpy"]["points"][0] for r in sets]
@@ -400,7 +400,9 @@ def scale_block(steps: dict, defaults: dict) -> str:
         return [fn(p) if p else "not measured" for p in pts]
 
     lines = [row("", [f"{r['rows']:,} {w}" for r, w in zip(sets, ("real vectors", "real-shaped"))],
-                 "1,000,000 uniform random (the worst case)"), "|---|---|---|---|",
+                 "1,000,000 uniform random (the worst case" + (f"; its graph m {uniform['m']}, ef_construction "
+                                                                f"{uniform['ef_construction']})" if uniform else ")")),
+             "|---|---|---|---|",
              row("numpy, exact: wall ms a query, top 10 (median)", [f"{p['k10']['median_ms']:.1f}" for p in exact],
                  f"{flat['median_ms']:.1f} (top 50)" if flat else "not measured"),
              row(f"faiss HNSW at the defaults (m {m}, ef_construction {efc}, ef_search {ef}): recall@10",
@@ -414,5 +416,5 @@ def scale_block(steps: dict, defaults: dict) -> str:
              row("the same, build / memory",
                  [f"{r['engines'][engine]['build_s']:,.0f} s / {r['engines'][engine]['index_mb']:,.0f} MB"
                   if engine in r["engines"] else "not measured" for r in sets],
-                 f"{uniform['build_s']:,.0f} s / {uniform['index_mb']:,.0f} MB" if same else "not measured")]
+                 f"{uniform['build_s']:,.0f} s / {uniform['index_mb']:,.0f} MB" if uniform else "not measured")]
     return "\n".join([SCALE_BLOCK[0], *lines, SCALE_BLOCK[1]])
