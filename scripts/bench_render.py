@@ -4,7 +4,7 @@ as a child process, measured as the user + system CPU time of every process it s
 the render alike) beside its wall time. CPU time, unlike wall time, does not grow when other jobs
 share the cores, so it is the figure held to the goal (2 minutes of CPU).
 
-Usage: python scripts/bench_render.py [--clone] [--into PATH] [-- COMMAND ...]
+Usage: python scripts/bench_render.py [--clone [--base REV]] [--into PATH] [-- COMMAND ...]
 
 Prints the measurement as JSON; ``--into PATH`` also writes it into that benchmark file (a
 ``make bench`` output such as build/bench.json or results/bench.json) as the step
@@ -15,7 +15,12 @@ page: ``-- make notebook NB=03``).
 clone would get it: `make report` in a fresh clone of the commit (its .venv set up beforehand, not
 counted), first cold (``report_rerender``), then again warm (``report_rerender_warm``); each step also
 lists the files the run left different from the commit (none: the render reproduced every committed
-file byte for byte). Exits 1 when a run left any."""
+file byte for byte). Exits 1 when a run left any.
+
+``--base REV`` (with ``--clone``): a fresh clone of REV rendered the same way in the same run, the two commits
+taken in turn in each pass, and the step ``report_rerender_versus``: both commits' CPU seconds, cold and warm,
+their ratio and the machine (the machine varies between runs; a ratio measured side by side does not). The
+goal: at most 0.6x the base's CPU."""
 from __future__ import annotations
 
 import json
@@ -31,7 +36,8 @@ def main(argv: list[str]) -> int:
         at = argv.index("--")
         argv, command = argv[:at], argv[at + 1:]
     into = Path(argv[argv.index("--into") + 1]) if "--into" in argv else None
-    steps = rerender_in_clone() if "--clone" in argv else {"report_rerender": measure(command)}
+    base = argv[argv.index("--base") + 1] if "--base" in argv else None
+    steps = rerender_in_clone(base=base) if "--clone" in argv else {"report_rerender": measure(command)}
     print(json.dumps(steps, indent=1))
     if into is not None:
         bench = json.loads(into.read_text(encoding="utf-8")) if into.exists() else {"steps": {}}

@@ -25,18 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib.paths import ROOT  # noqa: E402
-from lib.report.bench import children_cpu  # noqa: E402
+from lib.report.bench import children_cpu, cpu_model  # noqa: E402
 
 GOAL_WALL_S, GOAL_CPU_S = 360.0, 600.0
 STEP = "make_test"
-
-
-def cpu_model() -> str:
-    try:
-        return next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-                    "unknown")
-    except OSError:
-        return "unknown"
 
 
 def pytest_figures(log: str) -> dict:

@@ -76,3 +76,38 @@ def test_the_tests_bench_reads_make_tests_figures_and_the_speed_table_shows_them
     table = speed_section(bench)
     assert "make test in a fresh clone, the install included" in table and "5.0 min wall, 540 s of CPU" in table
     assert "6 min wall on 2 quiet cores, 600 s of CPU" in table
+
+
+def test_the_speed_table_shows_the_side_by_side_rerender_with_its_commits_and_machine(tmp_path):
+    """scripts/bench_render.py --clone --base: the ratio of two commits' CPU, measured in one run, is shown with
+    both commits and the machine it came from."""
+    from lib.report.index_page import speed_section
+
+    bench = tmp_path / "bench.json"
+    row = {"base": "5b9b926", "commit": "abc1234", "machine": "AMD EPYC 7B13", "threads": 2, "goal_ratio": 0.6,
+           "cold": {"ratio": 0.5}, "warm": {"ratio": 0.55}, "within_goal": True,
+           "summary": "0.50x the CPU of 5b9b926 cold (70 s against 140 s), 0.55x warm"}
+    bench.write_text(json.dumps({"steps": {"report_rerender_versus": row}}))
+    page = speed_section(bench)
+    assert "abc1234 against 5b9b926 on AMD EPYC 7B13" in page and "0.50x the CPU of 5b9b926 cold" in page
+    assert "0.6x the earlier commit&#x27;s CPU" in page and "wall time only" not in page
+
+
+def test_two_commits_are_measured_in_turn_in_fresh_clones_and_their_ratio_kept():
+    """rerender_in_clone(base=...): a fresh clone of each commit (here the same one twice), the command run in
+    each, base then commit in each pass; the versus step names both commits and the machine and holds the ratio of their CPU seconds."""
+    from lib.report.bench import rerender_in_clone
+
+    order = []
+    burn = [sys.executable, "-c", "import hashlib\nfor i in range(100000): hashlib.sha256(b'x' * 64).digest()"]
+    steps = rerender_in_clone(commit="HEAD", base="HEAD", command=burn, log=order.append)  # any clone has HEAD
+    assert [line.split(" of ")[1].split(" (")[0] for line in order][:2] == [line.split(" of ")[1].split(" (")[0]
+                                                                          for line in order][2:]
+    assert [line.rsplit("(", 1)[1] for line in order] == ["cold)", "cold)", "warm)", "warm)"]
+    row = steps["report_rerender_versus"]
+    assert row["base"] == row["commit"] and row["machine"] and row["goal_ratio"] == 0.6
+    for when in ("cold", "warm"):
+        r = row[when]
+        assert r["ratio"] == r["commit_cpu_s"] / r["base_cpu_s"] and r["base_cpu_s"] > 0
+    assert steps["report_rerender"]["commit"] == row["commit"] and steps["report_rerender"]["changed"] == []
+    assert f"the CPU of {row['base']} cold" in row["summary"] and row["machine"] in row["summary"]

@@ -345,27 +345,69 @@ def fresh_clone(dest: Path, commit: str = "HEAD") -> Path:
     return dest
 
 
-def rerender_in_clone(commit: str = "HEAD", log: Callable[[str], None] = print) -> dict[str, dict]:
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), naming the machine a measurement came from."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    except OSError:
+        return "unknown"
+
+
+def rerender_in_clone(commit: str = "HEAD", log: Callable[[str], None] = print, base: str | None = None,
+                      goal_ratio: float = 0.6, command: Sequence[str] = ("make", "-o", "setup", "report")
+                      ) -> dict[str, dict]:
     """`make report` twice in a fresh clone of ``commit`` (:func:`fresh_clone`; `-o setup`: the venv is set up
     beforehand and not counted): ``report_rerender`` the first run, cold (the clone as checked out: notebooks
     not yet synced, the project's modules not yet compiled, no cache built on use), ``report_rerender_warm``
     the same command again. Each step says how it was measured and which files the run left different from
-    the commit (``changed``: none when a fresh render reproduces every committed file byte for byte)."""
-    out = {}
+    the commit (``changed``: none when a fresh render reproduces every committed file byte for byte).
+
+    With ``base``, a fresh clone of that commit is rendered the same way in the same run, each pass taking the
+    two commits in turn (base cold, commit cold, base warm, commit warm), so the machine's state weighs on both
+    alike; ``report_rerender_versus`` holds both commits' CPU seconds, their ratio cold and warm, the machine
+    and the goal (``goal_ratio``: at most that share of the base's CPU). ``command``: what is measured in each
+    clone (`make report` unless given)."""
+    out: dict[str, dict] = {}
+    passes = (("report_rerender", "cold: the first make report of a fresh clone"),
+              ("report_rerender_warm", "warm: the same make report run again in that clone"))
     with tempfile.TemporaryDirectory(prefix="rerender-") as tmp:
-        clone = fresh_clone(Path(tmp) / "clone", commit)
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True, capture_output=True,
-                             text=True).stdout.strip()
-        for key, when in (("report_rerender", "cold: the first make report of a fresh clone"),
-                          ("report_rerender_warm", "warm: the same make report run again in that clone")):
-            log(f"make report in a fresh clone of {sha} ({when.split(':')[0]})")
-            step = measure(["make", "-o", "setup", "report"], cwd=clone)
-            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.venv"],
-                                     cwd=clone, check=True, capture_output=True, text=True).stdout.splitlines()
-            step.update(commit=sha, changed=changed,
-                        how=f"{when} of commit {sha}, its .venv set up beforehand (make setup, not counted); CPU time "
-                            "of every process make report started (the kernel, papermill, the render), user + system")
-            out[key] = step
+        clones = {}
+        for role, rev in ((("base", base),) if base else ()) + (("commit", commit),):
+            clone = fresh_clone(Path(tmp) / role, rev)
+            clones[role] = (clone, subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True,
+                                                  capture_output=True, text=True).stdout.strip())
+        measured: dict[tuple[str, str], dict] = {}
+        for key, when in passes:
+            for role, (clone, sha) in clones.items():
+                log(f"make report in a fresh clone of {sha} ({when.split(':')[0]})")
+                step = measure(list(command), cwd=clone)
+                changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".",
+                                          ":!.venv"], cwd=clone, check=True, capture_output=True,
+                                         text=True).stdout.splitlines()
+                step.update(commit=sha, changed=changed, loadavg=[round(x, 2) for x in os.getloadavg()],
+                            how=f"{when} of commit {sha}, its .venv set up beforehand (make setup, not counted); CPU "
+                                "time of every process make report started (the kernel, papermill, the render), "
+                                "user + system")
+                measured[(key, role)] = step
+        for key, _ in passes:
+            out[key] = measured[(key, "commit")]
+        if base:
+            base_sha, sha, machine = clones["base"][1], clones["commit"][1], cpu_model()
+            row = {"base": base_sha, "commit": sha, "machine": machine, "threads": os.cpu_count(),
+                   "goal_ratio": goal_ratio}
+            for key, name in zip((k for k, _ in passes), ("cold", "warm")):
+                b, c = measured[(key, "base")], measured[(key, "commit")]
+                row[name] = {"base_cpu_s": b["cpu_s"], "commit_cpu_s": c["cpu_s"], "ratio": c["cpu_s"] / b["cpu_s"],
+                             "base_wall_s": b["wall_s"], "commit_wall_s": c["wall_s"], "base_changed": b["changed"]}
+            worst = max(row["cold"]["ratio"], row["warm"]["ratio"])
+            row["within_goal"] = worst <= goal_ratio
+            row["summary"] = (f"{row['cold']['ratio']:.2f}x the CPU of {base_sha} cold ({row['cold']['commit_cpu_s']:.0f} s "
+                              f"against {row['cold']['base_cpu_s']:.0f} s), {row['warm']['ratio']:.2f}x warm "
+                              f"({row['warm']['commit_cpu_s']:.0f} s against {row['warm']['base_cpu_s']:.0f} s); "
+                              f"{'within' if row['within_goal'] else 'over'} the goal of {goal_ratio:.1f}x; both "
+                              f"commits in fresh clones, side by side in one run on {machine}, {os.cpu_count()} threads")
+            out["report_rerender_versus"] = row
     return out
 
 

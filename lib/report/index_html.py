@@ -368,6 +368,8 @@ def notebooks_html(links: dict[str, str | None], pages_dir: Path, own_only: bool
 
 def _measured(key: str, step: dict, what: str) -> str:
     """What a benchmark step measured; a re-render recorded before its CPU time was measured says so."""
+    if key == "report_rerender_versus":  # which commits, on which machine
+        return f"{what}: {step.get('commit', '?')} against {step.get('base', '?')} on {step.get('machine', '?')}"
     if key.startswith("report_rerender") and "cpu_s" not in step:
         return ("make report from the saved runs: wall time only, on a machine whose cores other jobs may have "
                 "shared; its CPU time is not recorded (python scripts/bench_render.py measures it)")

@@ -247,6 +247,10 @@ BENCH_STEPS = {  # key in results/bench.json -> (step, what was measured, limit 
                         "2 minutes of CPU"),
     "report_rerender_warm": ("re-rendering the report again", "make report from the saved runs (scripts/bench_render.py)",
                              "2 minutes of CPU"),
+    "report_rerender_versus": ("re-rendering the report against an earlier commit", "make report in fresh clones of "
+                               "this commit and an earlier one, side by side in one run, each cold and warm: the "
+                               "ratio of their CPU time (scripts/bench_render.py --clone --base)",
+                               "0.6x the earlier commit's CPU"),
     "make_test": ("the tests, as a newcomer runs them", "make test in a fresh clone, the install included: its wall "
                   "time and the CPU time of every process it started, with the load on the cores (scripts/bench_tests.py)",
                   "6 min wall on 2 quiet cores, 600 s of CPU"),
