@@ -1,7 +1,7 @@
 """`make bench-study`: the study's own throughput on a corpus of the snapshot's abstracts (`make study`'s steps,
 each timed, then its pages), with a projection to 1M documents from the measured rates.
 
-Usage: python scripts/bench_study.py [--docs 20000] [--live 2000] [--save]
+Usage: python scripts/bench_study.py [--docs 20000] [--live 2000] [--llm-questions 40] [--save]
 
 The corpus: the 2,000 papers of data/collection.jsonl (so that every scored question's source is in it) and
 a seeded draw of the snapshot's other papers, --docs in all, written as a JSON-lines file of id, title and
@@ -17,13 +17,16 @@ document. The steps, in the order `make study` runs them, in a study of its own 
   embedding cache first, so the rate is measured without embedding every document on a shared CPU;
 * index: the dense index (exact numpy below 300,000 rows) and the BM25 index (bm25s, on disk);
 * each design without a language model (dense, rerank, bm25, hybrid, hybrid_rerank): pipeline.run;
+* one design with the model: the agent (LLM_DESIGN) over the first --llm-questions questions, run 1, by the
+  local backend (the shipped 1.5B model, `make local-llm`), its searches and calls counted; left out when the
+  local model is not installed (0 leaves it out too);
 * pages: scripts/run_notebooks.py over the pages that ask no model, as `make study` runs them (the designs'
   results already saved), their time per notebook read from papermill's record in each executed notebook.
 
 Each step's wall and CPU time (user + system) and the peak resident memory are written to
 build/bench-study.json, and with --save into results/bench.json (``study_throughput``; the rest kept), with
-docs/your-data.md's and the README's throughput tables written from it (lib.report.bench_docs). The model
-designs are left out: the local model was busy with another job when this was measured.
+docs/your-data.md's and the README's throughput tables written from it (lib.report.bench_docs). Run one model
+job at a time: the agent's step is the local model's.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ DESIGNS = ("dense", "rerank", "bm25", "hybrid", "hybrid_rerank")  # the designs 
 PAGES = ("01_collection", "02_questions", "03_dense", "04_rerank", "07_keyword_hybrid", "10_scores", "11_failures",
          "12_why")  # the pages of those designs and the pages that ask no model
 SCRATCH = ROOT / "build" / "bench-study"
+LLM_DESIGN = "agent"  # the article's agent: the model design measured on the corpus
 
 
 def cpu_s(who: int) -> float:
@@ -151,10 +155,20 @@ def notebook_times(report_dir: Path, names) -> dict[str, float]:
     return out
 
 
+def local_model_installed() -> bool:
+    """Whether the local backend can run here (llama-cpp-python and the shipped model's file)."""
+    import importlib.util
+
+    from lib.llm.local_backend import LOCAL_MODEL_FILE
+
+    return importlib.util.find_spec("llama_cpp") is not None and LOCAL_MODEL_FILE.exists()
+
+
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=20_000)
     ap.add_argument("--live", type=int, default=2_000)
+    ap.add_argument("--llm-questions", type=int, default=40)
     ap.add_argument("--save", action="store_true")
     args = ap.parse_args(argv)
 
@@ -200,6 +214,15 @@ def main(argv: list[str]) -> None:
                              "bm25_ms": median_ms(lambda t: parts.bm25.search(t, 50), [q.text for q in qs])})
     for design in DESIGNS:
         steps.time(f"design_{design}", lambda: pipeline.run(profile, design, progress=False), questions=len(qs))
+    if args.llm_questions and local_model_installed():
+        llm = load_profile(name, question_limit=args.llm_questions, llm_backend="local")
+        key = f"design_{LLM_DESIGN}"
+        done = steps.time(key, lambda: pipeline.run(llm, LLM_DESIGN, runs=[1], progress=True)[1],
+                          questions=args.llm_questions, model=llm.llm_model, backend="local")
+        if done is not None:
+            steps.put(key, {**steps.rows[key], "searches": sum(r.searches for r in done),
+                            "llm_calls": sum(r.llm_calls for r in done),
+                            "llm_s": sum(r.llm_latency_s for r in done)})
     env = {**os.environ, "RUN_PROFILE": name, "RUN_NOTEBOOK_NAMES": " ".join(PAGES)}
     steps.time("pages", lambda: subprocess.run([sys.executable, "scripts/run_notebooks.py", "--from-env"], cwd=ROOT,
                                                env=env, check=False))

@@ -56,3 +56,21 @@ def test_the_throughput_table_and_the_readme_are_written_from_bench_json():
     for rel, (block, marks) in throughput_docs(BENCH, load_profile("offline")).items():
         text = (ROOT / rel).read_text(encoding="utf-8")
         assert block and text[text.index(marks[0]):text.index(marks[1]) + len(marks[1])] == block, rel
+
+
+def test_a_model_design_grows_by_the_searches_it_made_and_is_named(measured):
+    """The agent's step (scripts/bench_study.py --llm-questions): its own questions and searches, its model's time
+    kept as measured; the summary and the docs' words name it."""
+    from lib.report.bench_docs import model_words
+
+    bench = {"ann_1000000": {"chosen_hnsw": {"engine": "h", "k50": {"median_ms": 3.0}}, "engines": {"h": {"build_s": 9.0}}}}
+    assert model_words({"steps": measured}) == "; the model designs were not run"
+    measured["design_agent"] = step(400, 100, questions=40, searches=70, llm_calls=90, llm_s=350.0, backend="local",
+                                    model="qwen")
+    p = projected({k: v for k, v in measured.items() if k != "search"}, 20_000, 297, bench, measured["search"])
+    assert p["design_agent"]["s"] == pytest.approx(400 + 70 * 1.0 / 1000)  # 70 dense searches, 1 ms more each at 1M
+    assert p["design_dense"]["s"] == pytest.approx(30 + 297 * 1.0 / 1000)
+    row = throughput_row(measured, 20_000, 297, bench)
+    assert "the designs without a model and agent with the local model over 40 questions:" in row["summary"]
+    assert model_words({"steps": measured}) == ("; agent with the local model (qwen) over the first 40 questions, run 1: "
+                                                "90 calls, 70 searches, 10.0 s a question")

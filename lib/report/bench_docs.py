@@ -291,6 +291,20 @@ def _hours(s: float | None) -> str:
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min" if s >= 60 else f"{s:.0f} s"
 
 
+def model_words(t: dict) -> str:
+    """The model designs a throughput run measured, in words ("" when none: then it says they were not run)."""
+    model = [k for k in step_order(t["steps"]) if "searches" in t["steps"][k]]
+    if not model:
+        return "; the model designs were not run"
+    words = []
+    for k in model:
+        r = t["steps"][k]
+        words.append(f"; {k[len('design_'):]} with the {r.get('backend', 'local')} model ({r.get('model', '')}) over "
+                     f"the first {r['questions']} questions, run 1: {r['llm_calls']} calls, {r['searches']} searches, "
+                     f"{r['wall_s'] / r['questions']:.1f} s a question")
+    return "".join(words)
+
+
 def throughput_block(steps: dict) -> str:
     """docs/your-data.md's throughput table (scripts/bench_study.py, ``study_throughput``): each step's time as
     measured and projected to 1M documents; empty when not measured."""
@@ -308,8 +322,7 @@ def throughput_block(steps: dict) -> str:
     first, chunk = t["first_to_move"], t["steps"].get("chunk", {}).get("chunks") and t["steps"]["chunk"]
     words = [THROUGHPUT_BLOCK[0],
              f"Measured by {t['method']} ({t['documents']:,} abstracts of the snapshot, the study's {t['questions']} "
-             f"scored questions, the designs that ask no model; the model designs were not run: the local model "
-             f"was busy with another job). The machine's two cores were shared with a model job (load average "
+             f"scored questions, the designs that ask no model{model_words(t)}). The machine's two cores were shared with a model job (load average "
              f"{min(loads):.1f}-{max(loads):.1f}), so wall times are upper bounds; CPU time is the steadier figure.",
              "", *lines, "",
              f"In all (chunking measured apart): {_hours(t['total_wall_s'])} wall, {_hours(t['total_cpu_s'])} of "
@@ -340,7 +353,7 @@ def readme_scale(steps: dict, defaults: dict) -> str:
     if t:
         first = t["first_to_move"]
         lines.append(f"Throughput, measured on {t['documents']:,} of the snapshot's abstracts (2 shared CPU cores, the "
-                     f"designs without a model): {_hours(t['total_cpu_s'])} of CPU end to end, peak memory "
+                     f"designs without a model{model_words(t)}): {_hours(t['total_cpu_s'])} of CPU end to end, peak memory "
                      f"{t['peak_rss_mb']:,.0f} MB; projected to {t['target']:,} documents about "
                      f"{_hours(t['projected_total_cpu_s'])} of CPU, "
                      f"{(t['projected'][first]['cpu_s'] or 0) / t['projected_total_cpu_s']:.0%} of it "

@@ -5,7 +5,7 @@ How each step is projected (:data:`SCALING`): import, chunking and embedding gro
 measured rate); the dense index at 1M is faiss HNSW (the study's ``auto`` backend from 300,000 rows) with the
 build time measured at 1M (``ann_1000000``, the chosen setting; else the uniform-vector run); the BM25 index
 at 1M is the bench's 1M-chunk build (``bm25_scale_1000000``); a design's time grows by each question's
-searches (:data:`SEARCHES`) times the difference between a search's time at 1M (the bench's medians) and at the
+searches (:data:`SEARCHES`; a model design's searches as it made them, its model's time unchanged) times the difference between a search's time at 1M (the bench's medians) and at the
 corpus's size (its CPU time, measured by scripts/bench_study.py); the pages depend on the questions, not the
 documents, and are kept as measured.
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 TARGET = 1_000_000
-# dense and BM25 searches of top-50 depth each design makes per question
+# dense and BM25 searches of top-50 depth each design without a model makes per question (a model design's step
+# records the searches it made)
 SEARCHES = {"dense": (1, 0), "rerank": (1, 0), "bm25": (0, 1), "hybrid": (1, 1), "hybrid_rerank": (1, 1)}
 SCALING = {"new_study": "none", "import": "documents", "chunk": "documents", "embed": "documents",
            "dense_index": "HNSW build at 1M", "bm25_index": "BM25 build at 1M", "pages": "none"}
@@ -77,11 +78,15 @@ def _projected(steps: dict, docs: int, questions: int, bench: dict, search: dict
             out[name] = {"s": b["build_s"] if b else row[clock] * grow,
                          "how": "measured: 1M chunks of 100 words (bm25_scale_1000000)" if b else f"x {grow:.0f}"}
         elif name.startswith("design_"):
-            n_dense, n_bm25 = SEARCHES[name[len("design_"):]]
+            if "searches" in row:  # a model design: the dense searches it made; the model's time does not grow
+                n_dense, n_bm25 = row["searches"], 0
+            else:
+                n_dense, n_bm25 = (n * questions for n in SEARCHES[name[len("design_"):]])
             dense_1m, bm25 = dense_query_at_scale(bench), bench.get("bm25_scale_1000000")
-            extra = questions * (n_dense * max(0.0, (dense_1m or 0) - search["dense_ms"]) +
-                                 n_bm25 * max(0.0, (bm25["median_ms"] if bm25 else 0) - search["bm25_ms"])) / 1000
-            out[name] = {"s": row[clock] + extra, "how": f"+ {extra:.0f} s: each question's searches at 1M"}
+            extra = (n_dense * max(0.0, (dense_1m or 0) - search["dense_ms"]) +
+                     n_bm25 * max(0.0, (bm25["median_ms"] if bm25 else 0) - search["bm25_ms"])) / 1000
+            out[name] = {"s": row[clock] + extra, "how": f"+ {extra:.0f} s: each question's searches at 1M"
+                         + (f" ({row['searches']} searches; the model's time as measured)" if "searches" in row else "")}
         elif name == "pages":
             out[name] = {"s": row[clock], "how": "as measured (grows with questions, not documents)"}
         elif how == "none":
@@ -103,8 +108,11 @@ def throughput_row(steps: dict, docs: int, questions: int, bench: dict, target: 
     row = {"documents": docs, "questions": questions, "target": target, "steps": steps, "projected": proj,
            "total_wall_s": total, "total_cpu_s": sum(timed[k]["cpu_s"] for k in counted),
            "projected_total_s": total_1m, "projected_total_cpu_s": cpu_1m, "peak_rss_mb": peak, "first_to_move": first}
+    model = [k for k in counted if "searches" in timed[k]]  # the model designs, on their own questions
+    with_model = "".join(f" and {k[len('design_'):]} with the {timed[k].get('backend', 'local')} model over "
+                         f"{timed[k]['questions']} questions" for k in model)
     row["summary"] = (f"make study's steps over {docs:,} abstracts and {questions} questions, the designs without a "
-                      f"model: {total / 60:.0f} min wall ({row['total_cpu_s'] / 60:.0f} min CPU), peak "
+                      f"model{with_model}: {total / 60:.0f} min wall ({row['total_cpu_s'] / 60:.0f} min CPU), peak "
                       f"{peak:,.0f} MB; projected at {target:,} documents: {total_1m / 3600:.1f} h wall, "
                       f"{cpu_1m / 3600:.1f} h CPU, {(proj[first]['cpu_s'] or 0) / cpu_1m:.0%} of it {first}")
     return row
