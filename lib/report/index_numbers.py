@@ -268,7 +268,9 @@ def scale_rows(steps: dict) -> list[tuple[str, str, str, str]]:
         if key.startswith("dense_scale_"):
             label, backend = key[len("dense_scale_"):].rsplit("_", 1)
             kind = "the snapshot's own vectors" if label == "snapshot" else (
-                "synthetic vectors like the snapshot's" if label.endswith("_spectrum") else "synthetic uniform vectors")
+                "synthetic vectors like the snapshot's" if label.endswith("_spectrum") else
+                "synthetic uniform vectors (HNSW's worst case, a bound: no embedder makes them; the real-shaped "
+                "sweep is the figure to act on)")
             what = f"{SCALE_BACKEND_WORDS.get(backend, backend)} search, {row['rows']:,} x {row['dim']} {kind}"
             summary = row.get("summary", "")
             if row.get("sweep"):
