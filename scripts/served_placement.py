@@ -61,10 +61,26 @@ def within(a: dict, b: dict, key: str) -> bool:
     return b[lo] <= a[key] <= b[hi] and a[lo] <= b[key] <= a[hi]
 
 
+def how_they_differ(served_text: str, local_text: str) -> str:
+    """``other_query`` where two replies make the same choice (decision and match) and differ only in the query
+    they write, else ``other_decision``."""
+    def choice(text):
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            return None
+        return (reply.get("decision"), reply.get("match")) if isinstance(reply, dict) else None
+
+    a, b = choice(served_text), choice(local_text)
+    return "other_query" if a is not None and a == b else "other_decision"
+
+
 def compare_replies(served_dir: Path, local: RecordStore) -> dict:
     """Each served reply against the local record of the same request (the same key: the same prompt, grammar,
-    temperature and run): the same text, another text, or no local reply (the chain went elsewhere earlier)."""
-    out = {"same": 0, "differ": 0, "not_asked_locally": 0, "examples": [], "served_s": [], "local_s": []}
+    temperature and run): the same text, another text (another decision, or the same decision with another query:
+    :func:`how_they_differ`), or no local reply (the chain went elsewhere earlier)."""
+    out = {"same": 0, "differ": 0, "other_decision": 0, "other_query": 0, "not_asked_locally": 0, "examples": [],
+           "served_s": [], "local_s": []}
     store = RecordStore(served_dir)
     for kind in KINDS:
         for key, rec in store.records(kind).items():
@@ -78,6 +94,7 @@ def compare_replies(served_dir: Path, local: RecordStore) -> dict:
                 out["same"] += 1
             else:
                 out["differ"] += 1
+                out[how_they_differ(rec["response"]["text"], mine["response"]["text"])] += 1
                 if len(out["examples"]) < 5:
                     out["examples"].append({"kind": kind, "question": rec["request"]["messages"][-1][1][:80],
                                             "served": rec["response"]["text"], "local": mine["response"]["text"],
@@ -134,7 +151,8 @@ def main(argv: list[str]) -> int:
             print(f"  accuracies: {accuracies(p)} (local: {accuracies(local)}); predicted {p['predicted']:+.3f} "
                   f"(local {local['predicted']:+.3f}), within each other's ranges: {row['predicted_within_ranges']}; "
                   f"its run {p['actual']:+.3f} (local {local['actual']:+.3f}), within: {row['actual_within_ranges']}")
-            print(f"  replies: {c['same']} the same as the local backend's, {c['differ']} differ, "
+            print(f"  replies: {c['same']} the same as the local backend's, {c['differ']} differ ({c['other_query']} "
+                  f"only in the query written, {c['other_decision']} in the decision), "
                   f"{c['not_asked_locally']} asked only here; median {c['served_median_s']} s a call served, "
                   f"{c['local_median_s']} s recorded locally")
             write_json(profile.results_dir / "served_placement.json", summary)

@@ -90,3 +90,10 @@ def test_the_served_placement_compares_each_reply_with_the_local_one_of_the_same
     assert sp.within(a, {"predicted": 0.01, "predicted_low": -0.01, "predicted_high": 0.03}, "predicted")
     assert not sp.within(a, {"predicted": 0.05, "predicted_low": 0.03, "predicted_high": 0.07}, "predicted")
     assert sp.main(["3", "regex"]) == 2
+    # two replies that differ: in the query only (the same decision and match), or in the decision
+    stop, search = '{"match": 0, "decision": "stop"}', '{"match": 0, "decision": "search", "query": "%s"}'
+    assert sp.how_they_differ(search % "a b", search % "a c") == "other_query"
+    assert sp.how_they_differ(stop, search % "a") == "other_decision"
+    assert sp.how_they_differ('{"match": 2, "decision": "stop"}', stop) == "other_decision"
+    assert sp.how_they_differ("a\nb", "a\nc") == "other_decision"  # not a decision: counted as another choice
+    assert c["other_decision"] == 1 and c["other_query"] == 0
