@@ -170,16 +170,19 @@ SHIPPED_CACHE = ROOT / "data" / "cache"
 
 
 def cache_dirs(profile: Profile, kind: str) -> tuple[Path, tuple[Path, ...]]:
-    """A cache's folder for this profile and the shipped folders it may read but never writes
-    (``kind``: embeddings, bm25, rerank, why: page 12's re-searched lists, hnsw: the approximate index's graph,
-    never shipped)."""
+    """A cache's folder for this profile and the folders it may read but never writes: the shipped caches and,
+    for a variant or another condition of a study, the study's own (``kind``: embeddings, bm25, rerank, why: page
+    12's re-searched lists, hnsw: the approximate index's graph, never shipped)."""
     own = profile.own_dir
     if own is None and kind == "why" and (profile.name != DEFAULT_PROFILE or profile.own_overrides()):
         # page 12 for another shipped profile (pilot, dev) or a question limit: its lists stay out of the repository
         return ROOT / "build" / "cache" / kind, (SHIPPED_CACHE / kind,)
     if own is None:
         return SHIPPED_CACHE / kind, ()
-    return own / "cache" / kind, (SHIPPED_CACHE / kind,)
+    # a variant or another condition of a study also reads the study's own caches (its folder's, read only): a
+    # question limit on 20,000 documents embeds none of them again
+    home = ROOT / profile.settings["results_dir"] / "cache" / kind
+    return own / "cache" / kind, tuple(d for d in (SHIPPED_CACHE / kind, home) if d != own / "cache" / kind)
 
 
 def embedder(profile: Profile) -> Embedder:

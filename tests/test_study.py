@@ -94,6 +94,30 @@ def test_a_study_imports_its_files_into_its_own_folder(tmp_path, study_name):
     assert checksums() == before  # nothing shipped was written
 
 
+def test_a_variant_of_a_study_reads_the_studys_own_caches_and_writes_only_its_own(tmp_path, study_name):
+    """A question limit (or another condition) on a study gets a results folder of its own; it reads the study's
+    embeddings instead of embedding every document again, and writes none into the study's cache."""
+    from lib.data.papers import paper_text
+
+    docs, qs, qrels = write_tiny(tmp_path)
+    assert new_study(study_name, "--docs", str(docs), "--questions", str(qs), "--qrels", str(qrels),
+                     "--fields", "id=doc_id,title=headline,text=body").returncode == 0
+    study, variant = load_profile(study_name), load_profile(study_name, question_limit=1)
+    assert variant.own_dir != study.own_dir and variant.own_dir.is_relative_to(study.own_dir)
+    home = study.own_dir / "cache" / "embeddings"
+    assert pipeline.cache_dirs(study, "embeddings") == (home, (pipeline.SHIPPED_CACHE / "embeddings",))
+    own, bases = pipeline.cache_dirs(variant, "embeddings")
+    assert own == variant.own_dir / "cache" / "embeddings" and home in bases
+    texts = [paper_text(p) for p in import_study(study)[0]]
+    pipeline.embedder(study).embed(texts, progress=False)
+    written = home / "all-MiniLM-L6-v2.npz"
+    before = written.read_bytes()
+    emb = pipeline.embedder(variant)
+    assert emb.cache.missing(texts) == []  # every document's vector read from the study's cache
+    emb.embed(texts + ["a question the study never embedded"], progress=False)
+    assert written.read_bytes() == before  # the study's cache is read, never written, by its variant
+
+
 def test_a_study_refuses_bad_input_by_name(tmp_path, study_name):
     docs, qs, qrels = write_tiny(tmp_path)
     qrels.write_text("query-id\tcorpus-id\tscore\nu1\tno-such-doc\t1\n", encoding="utf-8")
