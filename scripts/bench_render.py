@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     if into is not None:
         bench = json.loads(into.read_text(encoding="utf-8")) if into.exists() else {"steps": {}}
         bench.setdefault("steps", {}).update(steps)
-        into.write_text(json.dumps(bench, indent=1) + "\n", encoding="utf-8")
+        into.write_text(json.dumps(bench, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"written into {into} as the step(s) {', '.join(steps)}")
     changed = sorted({line for step in steps.values() for line in step.get("changed", [])})
     if changed:

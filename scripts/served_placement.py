@@ -138,9 +138,9 @@ def main(argv: list[str]) -> int:
                                    **where(route))
             load, start = os.getloadavg(), time.perf_counter()
             p = point(place_model.place(profile))
-            folder = records_dir("openai", model.name, profile.own_dir / "llm_records",
-                                 route if route in contract.SCHEMA_CONSTRAINTS else "")
-            row = {"point": p, "replies": compare_replies(folder, local_store), "wall_s": round(time.perf_counter() - start),
+            records = records_dir("openai", model.name, profile.own_dir / "llm_records",
+                                  route if route in contract.SCHEMA_CONSTRAINTS else "")
+            row = {"point": p, "replies": compare_replies(records, local_store), "wall_s": round(time.perf_counter() - start),
                    "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
                    "results": shown_path(profile.results_dir),
                    "predicted_within_ranges": within(p, local, "predicted"),

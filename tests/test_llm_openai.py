@@ -527,10 +527,13 @@ def test_a_real_server_places_the_served_copy_beside_the_local_backend(tmp_path,
     spec = importlib.util.spec_from_file_location("served_placement", ROOT / "scripts" / "served_placement.py")
     sp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sp)
-    assert sp.main(["1", "json_object", "--results", str(tmp_path)]) == 0
-    summary = json.loads((tmp_path / "json_object" / "served_placement.json").read_text())
-    row = summary["routes"]["json_object"]
-    assert summary["local"]["questions"] == row["point"]["questions"] == 1 and row["comparable"]
-    c = row["replies"]
-    assert c["same"] + c["differ"] + c["not_asked_locally"] >= 1  # the tree asks at least one decision
-    assert (tmp_path / "json_object" / "agent_tree" / "run1.jsonl").exists()
+    assert sp.main(["1", "json_object", "grammar", "--results", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "grammar" / "served_placement.json").read_text())
+    assert list(summary["routes"]) == ["json_object", "grammar"]
+    for route, row in summary["routes"].items():  # each route in its own folder, its records kept apart
+        assert summary["local"]["questions"] == row["point"]["questions"] == 1 and row["comparable"]
+        c = row["replies"]
+        assert c["same"] + c["differ"] + c["not_asked_locally"] >= 1  # the tree asks at least one decision
+        assert c["differ"] == c["other_query"] + c["other_decision"]
+        assert (tmp_path / route / "agent_tree" / "run1.jsonl").exists()
+        assert row["results"].endswith(route)
