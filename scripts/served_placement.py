@@ -8,7 +8,8 @@ Usage: python scripts/served_placement.py [N] [ROUTE ...] [--results DIR]    (N:
        instead of the profile's own folders)
 The served runs go through scripts/place_model.py's place() into folders of their own (the profile's
 results/variants/..., keyed by the route and N), record every reply there and resume when interrupted: run
-again, they replay. Writes the comparison to <that folder>/served_placement.json and prints it. The server's
+again, they replay. Writes the comparison to <that folder>/served_placement.json and prints it (``run_s``: the
+run's seconds as recorded when it was made; ``wall_s``: this invocation's, a few seconds when it replayed). The server's
 threads: LOCAL_LLM_THREADS (default 2); its log: build/served-placement-server.log.
 """
 import json
@@ -29,6 +30,7 @@ from lib.io import write_json  # noqa: E402
 from lib.llm import contract, served  # noqa: E402
 from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model  # noqa: E402
 from lib.llm.records import RecordStore, records_dir  # noqa: E402
+from lib.runs import read_results  # noqa: E402
 
 KINDS = ("agent", "agent_tree", "agent_tree_search")  # the tree's three kinds of reply
 ROUTES = ("json_object", "grammar")
@@ -105,6 +107,13 @@ def compare_replies(served_dir: Path, local: RecordStore) -> dict:
     return out
 
 
+def run_seconds(results: Path) -> float:
+    """The tree run's seconds as recorded when its questions were run (the sum of their latencies, the model's
+    calls included): kept when the run is replayed, unlike this invocation's ``wall_s``."""
+    path = results / "agent_tree" / "run1.jsonl"
+    return round(sum(r.latency_s for r in read_results(path)), 1) if path.exists() else 0.0
+
+
 def main(argv: list[str]) -> int:
     argv = list(argv)
     folder = None
@@ -140,7 +149,8 @@ def main(argv: list[str]) -> int:
             p = point(place_model.place(profile))
             records = records_dir("openai", model.name, profile.own_dir / "llm_records",
                                   route if route in contract.SCHEMA_CONSTRAINTS else "")
-            row = {"point": p, "replies": compare_replies(records, local_store), "wall_s": round(time.perf_counter() - start),
+            row = {"point": p, "replies": compare_replies(records, local_store), "run_s": run_seconds(profile.results_dir),
+                   "wall_s": round(time.perf_counter() - start),
                    "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
                    "results": shown_path(profile.results_dir),
                    "predicted_within_ranges": within(p, local, "predicted"),
