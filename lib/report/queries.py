@@ -6,7 +6,9 @@ condition's saved records as the loss, merge and page-12 measurements take them 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import pickle
 from pathlib import Path
 from typing import Sequence
 
@@ -21,7 +23,8 @@ from ..evaluation.escalation import outcomes
 from ..evaluation.loss import LOSS_DESIGNS, SHOWN, ConditionRecords, cached_search, complete_runs, search_texts
 from ..evaluation.merges import ARM_NAMES, DEPTH, MERGE_DESIGNS, merge_scores, merge_table, scored_search
 from ..evaluation.metrics import per_question, scores_of
-from ..paths import shown_path
+from ..io import read_cache, seal, write_bytes
+from ..paths import ROOT, shown_path
 from ..pipeline import ProfileParts, cache_dirs, record_check, results_dir, run, scored_questions
 from ..runs import read_checked, read_results, run_files
 
@@ -29,9 +32,22 @@ from ..runs import read_checked, read_results, run_files
 # --------------------------------------------------------------------------- the grid and its tables
 def load_scored(profile: Profile) -> scores.Scored:
     """The profile's saved runs, each record checked (:func:`record_check`), restricted the one way
-    every table of the report uses."""
-    parts = ProfileParts(profile, progress=False)
-    return scores.load_scored(scored_questions(profile, parts.papers), results_dir(profile), record_check(profile, parts))
+    every table of the report uses. Kept in this process by what they are read from (:func:`_table_key`: the
+    settings and every run file of the grid), so the pages of one `make report` read each condition once; each
+    call gets its own copies of the tables."""
+    key = _table_key(profile)
+    if key not in _SCORED:
+        if len(_SCORED) >= 8:
+            _SCORED.pop(next(iter(_SCORED)))
+        parts = ProfileParts(profile, progress=False)
+        _SCORED[key] = scores.load_scored(scored_questions(profile, parts.papers), results_dir(profile),
+                                          record_check(profile, parts))
+    sc = _SCORED[key]
+    return scores.Scored(sc.questions, sc.pq_all.copy(), list(sc.partial), list(sc.common), sc.pq.copy(),
+                         list(sc.results))
+
+
+_SCORED: dict[str, scores.Scored] = {}  # load_scored's last few, by what they were read from
 
 
 def summary_for_profile(profile: Profile) -> pd.DataFrame:
@@ -94,6 +110,38 @@ def _table_key(profile: Profile) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
 
 
+TABLE_CACHE = ROOT / "build" / "cache" / "tables"  # tables kept between processes (the kernel, the index's render)
+_CODE: list[str] = []
+_UNREADABLE = (OSError, ValueError, EOFError, AttributeError, ImportError, TypeError, pickle.UnpicklingError)
+
+
+def code_digest() -> str:
+    """Every module of the project's ``lib/``, by content (taken once a process): a table kept on disk is
+    computed again when the code that computes it changed."""
+    if not _CODE:
+        h = hashlib.sha256()
+        for f in sorted((ROOT / "lib").rglob("*.py")):
+            h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def stored_table(name: str, key: str, compute) -> pd.DataFrame:
+    """``compute()``'s table, kept in build/cache/tables/ by ``key`` (what it is computed from) and the code
+    (:func:`code_digest`), its digest sealed (:func:`lib.io.read_cache`: a damaged file is named and computed
+    again): `make report` computes a table once for its pages and its index, which render in two processes, and
+    a rerun with nothing changed reads it."""
+    path = TABLE_CACHE / f"{name}-{hashlib.sha256((key + code_digest()).encode()).hexdigest()[:32]}.pkl"
+    table = read_cache(path, pd.read_pickle, f"{name} table", _UNREADABLE)
+    if table is None:
+        table = compute()
+        buffer = io.BytesIO()
+        table.to_pickle(buffer)
+        write_bytes(path, buffer.getvalue())
+        seal(path)
+    return table
+
+
 def condition_table(profile: Profile) -> pd.DataFrame:
     """Condition x design: recall@5 and MRR@10 with their paired ranges against dense in that
     condition and the paired randomization test's p-values, Holm-corrected over the whole table
@@ -102,12 +150,13 @@ def condition_table(profile: Profile) -> pd.DataFrame:
     latency, computed from the saved runs (reading only).
     Runs stopped part-way are left out and named. Kept in this process by what it was computed from
     (:func:`_table_key`), so the pages of one ``make report`` compute it once; a run saved since, a changed
-    setting or a changed file named by a setting computes it again."""
+    setting or a changed file named by a setting computes it again; kept on disk too (:func:`stored_table`), so
+    the index's render (another process) and a rerun read it."""
     key = _table_key(profile)
     if key not in _TABLES:
         if len(_TABLES) >= 4:
             _TABLES.pop(next(iter(_TABLES)))
-        _TABLES[key] = _condition_table(profile)
+        _TABLES[key] = stored_table("conditions", key, lambda: _condition_table(profile))
     return _TABLES[key].copy()
 
 
