@@ -72,7 +72,9 @@ build/.notebooks-synced: $(wildcard notebooks/*.py notebooks/*.ipynb)
 # folder only when its run completes; only those are rendered. A notebook that fails stops the run: its
 # executed notebook stays in build/failed/ (git-ignored), its error and path are printed, no page is written
 # from it (the shipped page stays as it was) and the command exits non-zero. The notebooks of one command run
-# in one kernel, reset before each notebook, so libraries and models load once (lib/report/execute.py)
+# in one kernel, reset before each notebook, so libraries and models load once (lib/report/execute.py). A page
+# whose inputs (the files it reads, by content; the code; its notebook and parameters) are those of its last run
+# is kept, not executed again (lib/report/inputs.py); AGAIN=1 executes every page
 NOTEBOOK_DIR ?= notebooks
 # (the settings are checked first, as scripts/check_settings.py checks them: exit 2 before any work)
 
@@ -84,6 +86,7 @@ report: export RUN_EXTEND := $(value EXTEND)
 report: export RUN_NOTEBOOK_NAMES := $(value NOTEBOOKS)
 report: export RUN_NOTEBOOK_DIR := $(value NOTEBOOK_DIR)
 report: export RUN_FAILED_ROOT := $(value FAILED_DIR)
+report: export RUN_AGAIN := $(value AGAIN)
 report: setup sync
 	@$(BIN)/python scripts/run_notebooks.py --from-env
 
@@ -106,6 +109,7 @@ study: export RUN_PARAMS := $(value PARAMS)
 study: export RUN_EXTEND := $(value EXTEND)
 study: export RUN_NOTEBOOK_DIR := $(value NOTEBOOK_DIR)
 study: export RUN_FAILED_ROOT := $(value FAILED_DIR)
+study: export RUN_AGAIN := $(value AGAIN)
 study: setup sync
 	@name=$$($(BIN)/python scripts/new_study.py --from-env) || exit 2; \
 	RUN_PROFILE="$$name" $(BIN)/python scripts/run_notebooks.py --from-env
@@ -122,6 +126,7 @@ notebook: export RUN_PARAMS := $(value PARAMS)
 notebook: export RUN_EXTEND := $(value EXTEND)
 notebook: export RUN_NOTEBOOK_DIR := $(value NOTEBOOK_DIR)
 notebook: export RUN_FAILED_ROOT := $(value FAILED_DIR)
+notebook: export RUN_AGAIN := $(value AGAIN)
 notebook: setup sync
 	@$(BIN)/python scripts/run_notebooks.py --from-env --print-page
 

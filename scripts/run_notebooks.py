@@ -22,7 +22,11 @@ environment, never from a shell line, so no quote, `$(...)`, backtick or `;` in 
 (the profile or study name; its file found as lib.config.profile_file finds it), RUN_PARAMS (the `-p
 NAME VALUE` words, split as a shell splits words, never run), RUN_EXTEND ("1": add `-p extend_shipped
 true`), RUN_NB (a notebook number or name prefix: exactly one notebook must match) or RUN_NOTEBOOK_NAMES
-(notebook names separated by spaces), RUN_NOTEBOOK_DIR and RUN_FAILED_ROOT (when set).
+(notebook names separated by spaces), RUN_NOTEBOOK_DIR and RUN_FAILED_ROOT (when set), RUN_AGAIN ("1": --again).
+
+A page whose executed notebook was computed from the same inputs (every file a page reads by content, the code,
+the packages, its notebook and parameters: lib.report.inputs, lib.report.execute.page_key) is kept, not executed
+again; --again (`make report AGAIN=1`) executes every page named.
 """
 from __future__ import annotations
 
@@ -74,6 +78,8 @@ def from_environment(environ, notebooks_dir: Path) -> tuple[list[str], list[str]
         notebooks_dir = Path(environ["RUN_NOTEBOOK_DIR"])
     if environ.get("RUN_FAILED_ROOT"):
         options += ["--failed-root", environ["RUN_FAILED_ROOT"]]
+    if (environ.get("RUN_AGAIN") or "").strip() == "1":
+        options += ["--again"]
     if environ.get("RUN_NB"):
         names = [notebook_named(environ["RUN_NB"].strip(), notebooks_dir)]
     else:
@@ -101,6 +107,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--failed-root", type=Path, default=Path("build/failed"))
     parser.add_argument("--notebooks-dir", type=Path, default=ROOT / "notebooks")
     parser.add_argument("--print-page", action="store_true")
+    parser.add_argument("--again", action="store_true")
     parser.add_argument("names", nargs="+")
     args = parser.parse_args(argv[:cut])
     words = argv[cut + 1:]
@@ -131,6 +138,8 @@ def main(argv: list[str]) -> int:
     atexit.register(Path(kept_log).unlink, missing_ok=True)
     os.environ[KEPT_LOG] = kept_log  # read by the kernel (started below) and by the render in this process
     try:
+        from lib.config import ENV_OVERRIDES  # the environment's settings are inputs of the pages
+        from lib.report.inputs import PAGE_ENV, inputs_digest, page_folders  # a page of the same inputs is kept
         from lib.report.queries import saved_runs_state  # a page executed before the last run was saved runs again
         from lib.report.kernel import ensure_kernel  # the kernel starts this venv's interpreter, repaired if not
 
@@ -139,8 +148,15 @@ def main(argv: list[str]) -> int:
 
         if left_out:
             print(left_out, file=sys.stderr)
+        # the environment the pages read is an input too: the settings it overrides, a server's address, the
+        # keys (only the digest of the whole is kept), and any variable a setting names (api_key_env, ...)
+        named = [v for k, v in profile.settings.items() if k.endswith("_env") and isinstance(v, str)]
+        folders, skipped = page_folders(profile)
+        inputs = inputs_digest({"words": words, "parameters": parameters,
+                                "env": {k: os.environ.get(k) for k in [*ENV_OVERRIDES, *PAGE_ENV, *named]}},
+                               folders=folders, skipped=skipped)
         completed, failed = run_notebooks(names, args.notebooks_dir.resolve(), out, failed_dir, parameters,
-                                          state=lambda: saved_runs_state(profile))
+                                          state=lambda: saved_runs_state(profile), inputs=inputs, again=args.again)
     except NoSuchKernel as exc:
         print(f"error: the project's kernel is not registered ({exc}): `make setup` registers it", file=sys.stderr)
         return 2

@@ -320,12 +320,20 @@ def test_make_report_stops_at_a_failed_notebook_and_renders_the_completed_ones(m
     r = make("report", NOTEBOOKS="01_collection 02_questions 03_dense")
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in make.report.glob("*.html")) == ["01_collection.html", "02_questions.html", "03_dense.html"]
+    assert r.stdout.count("kept:") == 1  # 01 was computed from the same inputs by the first run: kept
+    r = make("report", AGAIN="1", NOTEBOOKS="01_collection 02_questions 03_dense")
+    assert r.returncode == 0, r.stderr
+    assert "kept:" not in r.stdout  # AGAIN=1: every page executed
     # the three ran in one kernel, each without the names of the one before, its cells counted from 1
     executed = [nbformat.read(make.report / f"{n}.ipynb", as_version=4) for n in ("01_collection", "02_questions", "03_dense")]
     printed = {json.dumps(nb.cells[-1].outputs[0]["text"]) for nb in executed}
     assert len(printed) == 1 and "kernel" in printed.pop()
     assert [[c.execution_count for c in nb.cells if c.cell_type == "code"] for nb in executed] == [[1, 2, 3]] * 3
     assert not list(make.failed.glob("*.ipynb"))
+    pages = {p.name: p.read_bytes() for p in make.report.glob("*.html")}
+    r = make("report", NOTEBOOKS="01_collection 02_questions 03_dense")
+    assert r.returncode == 0 and r.stdout.count("kept:") == 3  # nothing changed: no page executed again
+    assert {p.name: p.read_bytes() for p in make.report.glob("*.html")} == pages
 
 
 # ------------------------------------------------------------------- make bench

@@ -26,7 +26,11 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
+import hashlib
 import tempfile
+
+import nbformat
+
 from ..errors import redacted
 import json
 from ..progress import UNSCORED
@@ -105,16 +109,45 @@ class SharedKernel:
         self.shutdown()
 
 
+INPUTS_KEY = "agentic_rag_evidence"  # an executed notebook's metadata: {"inputs": what its run was computed from}
+
+
+def page_key(inputs: str, notebook: Path, parameters: dict) -> str:
+    """What one page's run is computed from: the command's inputs (:func:`lib.report.inputs.inputs_digest`),
+    the notebook's content and the parameters injected."""
+    state = [inputs, hashlib.sha256(Path(notebook).read_bytes()).hexdigest(), parameters]
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recorded_key(executed: Path) -> str | None:
+    """The inputs an executed notebook's run was computed from (:data:`INPUTS_KEY`), or None."""
+    try:
+        return json.loads(Path(executed).read_text(encoding="utf-8"))["metadata"].get(INPUTS_KEY, {}).get("inputs")
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def mark(executed: Path, key: str) -> None:
+    """Record in an executed notebook what its run was computed from."""
+    nb = nbformat.read(str(executed), as_version=4)
+    nb.metadata[INPUTS_KEY] = {"inputs": key}
+    nbformat.write(nb, str(executed))
+
+
 def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, failed_dir: Path, parameters: dict,
                   kernel_name: str = KERNEL, cwd: Path | None = None,
                   log: Callable[[str], None] | None = None,
-                  state: Callable[[], object] | None = None) -> tuple[list[str], list[Path]]:
+                  state: Callable[[], object] | None = None,
+                  inputs: str | None = None, again: bool = False) -> tuple[list[str], list[Path]]:
     """Execute ``notebooks_dir/<name>.ipynb`` for each name in order, in one kernel (module docstring)
     started in ``cwd`` (default: this process's folder, as papermill's command line starts it): each
     into ``failed_dir`` first, moved into ``out_dir`` when it completed. Stops at the first that
     fails, naming its error on stderr. With ``state``, the completed pages executed before the state
-    last changed are executed again, once, in order (module docstring). Returns (the names that
-    completed, the executed notebooks of the runs that did not)."""
+    last changed are executed again, once, in order (module docstring). With ``inputs`` (what the command
+    computes from, :func:`lib.report.inputs.inputs_digest`), a page whose executed notebook in ``out_dir`` was
+    computed from the same inputs, notebook and parameters (:func:`page_key`) is kept, not executed again (with
+    ``again``, every page is executed, and marked), and the kernel is started only for a page that is. Returns (the names that completed, the executed notebooks of
+    the runs that did not)."""
     import papermill as pm  # papermill is heavy and only running a notebook needs it
     from papermill.exceptions import PapermillExecutionError  # papermill is heavy and only running a notebook needs it
 
@@ -128,9 +161,21 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
     failed: list[Path] = []
     seen: dict[str, tuple] = {}  # the state when each page started and when it ended
 
-    def execute(kernel: SharedKernel, name: str) -> bool:
+    kernels: list[SharedKernel] = []  # started for the first page executed
+    initial = state() if state is not None else None  # what the pages read when the command started
+
+    def execute(name: str, stale: bool = False) -> bool:
         target = failed_dir / f"{name}.ipynb"
         before = state() if state is not None else None
+        key = page_key(inputs, notebooks_dir / f"{name}.ipynb", parameters) if inputs is not None else None
+        if key is not None and not (again or stale) and recorded_key(out_dir / f"{name}.ipynb") == key:
+            log("   kept: its inputs, notebook and parameters are those of its last run")
+            if state is not None:
+                seen[name] = (before, state())
+            return True
+        if not kernels:
+            kernels.append(SharedKernel(kernel_name, cwd=Path(cwd or Path.cwd())))
+        kernel = kernels[0]
         try:
             kernel.reset()
             pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(target), parameters=parameters,
@@ -140,15 +185,18 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
             print(f"{name}: {redacted(why)}", file=sys.stderr)  # no password of a server's address
             failed.append(target)
             return False
+        after = state() if state is not None else None
+        if key is not None and before == after == initial:  # read what the command started from: kept next time
+            mark(target, key)
         shutil.move(str(target), str(out_dir / f"{name}.ipynb"))
         if state is not None:
-            seen[name] = (before, state())
+            seen[name] = (before, after)
         return True
 
-    with SharedKernel(kernel_name, cwd=Path(cwd or Path.cwd())) as kernel:
+    try:
         for name in names:
             log(f"== {name}")
-            if not execute(kernel, name):
+            if not execute(name):
                 break
             completed.append(name)
         if state is not None:
@@ -160,9 +208,12 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
                 log(f"== again, with every run this command saved (the same family on every page): {' '.join(stale)}")
             for name in stale:
                 log(f"== {name}")
-                if not execute(kernel, name):  # its first execution is no page of this state: not rendered
+                if not execute(name, stale=True):  # its first execution is no page of this state: not rendered
                     completed.remove(name)
                     break
+    finally:
+        if kernels:
+            kernels[0].shutdown()
     return completed, failed
 
 

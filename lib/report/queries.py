@@ -25,6 +25,7 @@ from ..evaluation.merges import ARM_NAMES, DEPTH, MERGE_DESIGNS, merge_scores, m
 from ..evaluation.metrics import per_question, scores_of
 from ..io import read_cache, seal, write_bytes
 from ..paths import ROOT, shown_path
+from .inputs import code_digest
 from ..pipeline import ProfileParts, cache_dirs, record_check, results_dir, run, scored_questions
 from ..runs import read_checked, read_results, run_files
 
@@ -111,19 +112,7 @@ def _table_key(profile: Profile) -> str:
 
 
 TABLE_CACHE = ROOT / "build" / "cache" / "tables"  # tables kept between processes (the kernel, the index's render)
-_CODE: list[str] = []
 _UNREADABLE = (OSError, ValueError, EOFError, AttributeError, ImportError, TypeError, pickle.UnpicklingError)
-
-
-def code_digest() -> str:
-    """Every module of the project's ``lib/``, by content (taken once a process): a table kept on disk is
-    computed again when the code that computes it changed."""
-    if not _CODE:
-        h = hashlib.sha256()
-        for f in sorted((ROOT / "lib").rglob("*.py")):
-            h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
-        _CODE.append(h.hexdigest())
-    return _CODE[0]
 
 
 def stored_table(name: str, key: str, compute) -> pd.DataFrame:
