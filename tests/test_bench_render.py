@@ -95,7 +95,8 @@ def test_the_speed_table_shows_the_side_by_side_rerender_with_its_commits_and_ma
 
 def test_two_commits_are_measured_in_turn_in_fresh_clones_and_their_ratio_kept():
     """rerender_in_clone(base=...): a fresh clone of each commit (here the same one twice), the command run in
-    each, base then commit in each pass; the versus step names both commits and the machine and holds the ratio of their CPU seconds."""
+    each, base then commit in each pass; the versus step names both commits and the machine and holds the ratio
+    of their CPU seconds."""
     from lib.report.bench import rerender_in_clone
 
     order = []
