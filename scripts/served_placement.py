@@ -8,7 +8,8 @@ Usage: python scripts/served_placement.py [N] [ROUTE ...] [--results DIR]    (N:
        instead of the profile's own folders)
 The served runs go through scripts/place_model.py's place() into folders of their own (the profile's
 results/variants/..., keyed by the route and N), record every reply there and resume when interrupted: run
-again, they replay. Writes the comparison to <that folder>/served_placement.json and prints it (``run_s``: the
+again, they replay. Writes the comparison to <that folder>/served_placement.json (and, without --results, to
+results/served_placement.json, with docs/speed.md's block written from it) and prints it (``run_s``: the
 run's seconds as recorded when it was made; ``wall_s``: this invocation's, a few seconds when it replayed). The server's
 threads: LOCAL_LLM_THREADS (default 2); its log: build/served-placement-server.log.
 """
@@ -27,6 +28,7 @@ import place_model  # noqa: E402
 
 from lib.config import DEFAULT_PROFILE, load_profile, shown_path  # noqa: E402
 from lib.io import write_json  # noqa: E402
+from lib.report.bench_docs import SERVED_PLACEMENT, write_served_docs  # noqa: E402
 from lib.llm import contract, served  # noqa: E402
 from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model  # noqa: E402
 from lib.llm.records import RecordStore, records_dir  # noqa: E402
@@ -169,6 +171,10 @@ def main(argv: list[str]) -> int:
             print(f"  written: {profile.results_dir / 'served_placement.json'}")
     print(json.dumps({r: {k: v for k, v in row.items() if k != "replies"} for r, row in summary["routes"].items()},
                      indent=1))
+    if folder is None:  # the profile's own folders: the recorded run, which docs/speed.md quotes
+        write_json(SERVED_PLACEMENT, summary)
+        bench = json.loads((ROOT / "results" / "bench.json").read_text(encoding="utf-8"))["steps"]
+        print(f"written: {shown_path(SERVED_PLACEMENT)}, " + ", ".join(write_served_docs(bench)))
     return 0
 
 

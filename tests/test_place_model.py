@@ -97,3 +97,29 @@ def test_the_served_placement_compares_each_reply_with_the_local_one_of_the_same
     assert sp.how_they_differ('{"match": 2, "decision": "stop"}', stop) == "other_decision"
     assert sp.how_they_differ("a\nb", "a\nc") == "other_decision"  # not a decision: counted as another choice
     assert c["other_decision"] == 1 and c["other_query"] == 0
+
+
+def test_the_recorded_served_placement_lands_on_the_local_point_and_the_docs_quote_it():
+    """results/served_placement.json (scripts/served_placement.py 40 json_object grammar, the shipped 1.5B model
+    served by llama-cpp-python's server): by every route the served point lies within the local backend's ranges
+    and the local point within the served ones, the replies are all counted, and docs/speed.md's block is written
+    from it and from results/bench.json."""
+    import json
+
+    from lib.report.bench_docs import SERVED_BLOCK, SERVED_PLACEMENT, served_block
+
+    placement = json.loads(SERVED_PLACEMENT.read_text(encoding="utf-8"))
+    assert placement["questions"] == 40 and set(placement["routes"]) == {"json_object", "grammar"}
+    sp = served_placement()
+    for route, row in placement["routes"].items():
+        assert row["comparable"] and row["predicted_within_ranges"] and row["actual_within_ranges"], route
+        assert sp.within(row["point"], placement["local"], "predicted") and row["point"]["questions"] == 40
+        c = row["replies"]
+        assert c["differ"] == c["other_query"] + c["other_decision"] and c["same"] > c["differ"]
+        runs = ROOT / row["results"] / "agent_tree" / "run1.jsonl"
+        assert runs.exists() and sp.run_seconds(runs.parent.parent) == row["run_s"]
+    bench = json.loads((ROOT / "results" / "bench.json").read_text(encoding="utf-8"))["steps"]
+    doc = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
+    block = doc[doc.index(SERVED_BLOCK[0]):doc.index(SERVED_BLOCK[1]) + len(SERVED_BLOCK[1])]
+    assert block == served_block(bench, placement)
+    assert "| served, json_object |" in block and "predicted yes and run yes" in block
