@@ -149,7 +149,7 @@ lab: setup sync $(VENV)/.lab-setup-done
 # on up to 2 workers (pytest-xdist); tests that must not overlap share an xdist group (tests/conftest.py)
 test: setup $(VENV)/.test-setup-done
 	$(BIN)/ruff check lib scripts tests notebooks/*.py
-	$(BIN)/python -m pytest -q -rs -n auto --maxprocesses 2 --dist loadgroup --durations 15 tests
+	$(BIN)/python -m pytest -q -rfEs -n auto --maxprocesses 2 --dist loadgroup --durations 15 tests
 
 # the offline reranker: trained here from the bundled MiniLM weights (about 10 min on 2 cores)
 reranker: setup

@@ -32,12 +32,14 @@ STEP = "make_test"
 
 
 def pytest_figures(log: str) -> dict:
-    """The pytest summary line ("838 passed, 19 skipped in 301.2s") and its slowest tests, from `make test`'s output."""
+    """The pytest summary line ("838 passed, 19 skipped in 301.2s"), its slowest tests and the tests that failed,
+    from `make test`'s output."""
     said = r"^(?:=+ )?(\d+ (?:passed|failed|error)[^=\n]*? in [\d.]+s(?: \([\d:]+\))?)(?: =+)?$"  # -q or not
     summary = next((m.group(1) for m in re.finditer(said, log, re.M)), "")
     slowest = [{"s": float(m.group(1)), "phase": m.group(2), "test": m.group(3)}
                for m in re.finditer(r"^([\d.]+)s (setup|call|teardown)\s+(\S+)$", log, re.M)]
-    return {"pytest": summary, "slowest": slowest}
+    failed = [m.group(1) for m in re.finditer(r"^(?:FAILED|ERROR) (\S+)", log, re.M)]  # make test's -rfE lines
+    return {"pytest": summary, "slowest": slowest, "failed": failed}
 
 
 def bench_tests(commit: str = "HEAD", keep: bool = False) -> tuple[dict, int]:
@@ -86,7 +88,7 @@ def main(argv: list[str]) -> int:
     print(json.dumps(step, indent=1))
     bench = json.loads(into.read_text(encoding="utf-8")) if into.exists() else {"steps": {}}
     bench.setdefault("steps", {})[STEP] = step
-    into.write_text(json.dumps(bench, indent=1) + "\n", encoding="utf-8")
+    into.write_text(json.dumps(bench, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"written into {into} as the step {STEP}: {step['summary']}")
     return status
 

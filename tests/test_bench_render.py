@@ -67,9 +67,11 @@ def test_the_tests_bench_reads_make_tests_figures_and_the_speed_table_shows_them
     assert figures["slowest"] == [
         {"s": 121.97, "phase": "setup", "test": "tests/test_newcomer.py::test_the_readme_worked_example"},
         {"s": 8.67, "phase": "call", "test": "tests/test_metrics.py::test_paired_permutation_agrees_with_ranx_compare_and_scipy"}]
-    assert bench_tests.pytest_figures("make: *** [Makefile] Error 2\n") == {"pytest": "", "slowest": []}
-    quiet = "SKIPPED [1] x\n15 failed, 896 passed, 30 skipped in 2090.41s (0:34:50)\nmake: *** [Makefile:147: test] Error 1\n"
+    assert bench_tests.pytest_figures("make: *** [Makefile] Error 2\n") == {"pytest": "", "slowest": [], "failed": []}
+    quiet = ("SKIPPED [1] x\nFAILED tests/test_a.py::test_b - AssertionError: x\n"
+             "15 failed, 896 passed, 30 skipped in 2090.41s (0:34:50)\nmake: *** [Makefile:147: test] Error 1\n")
     assert bench_tests.pytest_figures(quiet)["pytest"] == "15 failed, 896 passed, 30 skipped in 2090.41s (0:34:50)"
+    assert bench_tests.pytest_figures(quiet)["failed"] == ["tests/test_a.py::test_b"]
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps({"steps": {"make_test": {"wall_s": 301.0, "cpu_s": 540.0,
                                                          "summary": "5.0 min wall, 540 s of CPU"}}}))
