@@ -847,7 +847,7 @@ def main(argv: list[str]) -> None:
         doc.write_text(with_decoder_block(doc.read_text(encoding="utf-8"), decoder_block(out["steps"])), encoding="utf-8")
         print("docs/speed.md's decoding paths written")
     if dest == COMMITTED and "llm_served_routes" in out["steps"]:  # and its served routes' figures
-        from lib.report.bench_docs import write_served_docs
+        from lib.report.served_docs import write_served_docs
 
         print("written: " + ", ".join(write_served_docs(out["steps"])))
 

@@ -28,7 +28,7 @@ import place_model  # noqa: E402
 
 from lib.config import DEFAULT_PROFILE, load_profile, shown_path  # noqa: E402
 from lib.io import write_json  # noqa: E402
-from lib.report.bench_docs import SERVED_PLACEMENT, write_served_docs  # noqa: E402
+from lib.report.served_docs import SERVED_PLACEMENT, write_served_docs  # noqa: E402
 from lib.llm import contract, served  # noqa: E402
 from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model  # noqa: E402
 from lib.llm.records import RecordStore, records_dir  # noqa: E402

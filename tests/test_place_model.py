@@ -106,7 +106,7 @@ def test_the_recorded_served_placement_lands_on_the_local_point_and_the_docs_quo
     from it and from results/bench.json."""
     import json
 
-    from lib.report.bench_docs import SERVED_BLOCK, SERVED_PLACEMENT, served_block
+    from lib.report.served_docs import SERVED_BLOCK, SERVED_PLACEMENT, served_block
 
     placement = json.loads(SERVED_PLACEMENT.read_text(encoding="utf-8"))
     assert placement["questions"] == 40 and set(placement["routes"]) == {"json_object", "grammar"}

@@ -3,7 +3,6 @@
 made by :func:`decoder_choice`) and Milvus beside faiss at scale (docs/engine.md, :func:`engine_scale_block`)."""
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from ..paths import ROOT
@@ -273,7 +272,7 @@ def ann_docs(steps: dict, profile) -> dict[str, tuple[str, tuple[str, str]]]:
 
 def write_ann_docs(steps: dict, profile) -> list[str]:
     """Write :func:`ann_docs`'s blocks into their files; the files written."""
-    return _write_blocks(ann_docs(steps, profile))
+    return write_blocks(ann_docs(steps, profile))
 
 
 THROUGHPUT_BLOCK = ("<!-- throughput:start (written from results/bench.json: lib.report.bench_docs.throughput_block) -->",
@@ -370,10 +369,10 @@ def throughput_docs(steps: dict, profile) -> dict[str, tuple[str, tuple[str, str
 
 def write_throughput_docs(steps: dict, profile) -> list[str]:
     """Write :func:`throughput_docs`'s blocks into their files; the files written."""
-    return _write_blocks(throughput_docs(steps, profile))
+    return write_blocks(throughput_docs(steps, profile))
 
 
-def _write_blocks(blocks: dict[str, tuple[str, tuple[str, str]]]) -> list[str]:
+def write_blocks(blocks: dict[str, tuple[str, tuple[str, str]]]) -> list[str]:
     out = []
     for rel, (block, marks) in blocks.items():
         path = ROOT / rel
@@ -433,69 +432,3 @@ def scale_block(steps: dict, defaults: dict) -> str:
                  f"{uniform['build_s']:,.0f} s / {uniform['index_mb']:,.0f} MB" if uniform else "not measured")]
     return "\n".join([SCALE_BLOCK[0], *lines, SCALE_BLOCK[1]])
 
-
-SERVED_BLOCK = ("<!-- served:start (written from results/bench.json and results/served_placement.json: "
-                "lib.report.bench_docs.served_block) -->", "<!-- served:end -->")
-SERVED_PLACEMENT = ROOT / "results" / "served_placement.json"  # scripts/served_placement.py's recorded run
-
-
-def _accuracies(p: dict) -> str:
-    """"38% (n 39) / 100% (n 38)": the stop accuracy at each decision with the decisions it rests on."""
-    ks = sorted(int(k.rsplit("_", 1)[1]) for k in p if k.startswith("p_stop_"))
-    return " / ".join("n/a" if p[f"p_stop_{k}"] is None else f"{p[f'p_stop_{k}']:.0%} (n {p[f'shown_{k}'] or 0:.0f})"
-                      for k in ks)
-
-
-def _ranged(p: dict, key: str) -> str:
-    return f"{p[key]:+.3f} [{p[f'{key}_low']:+.3f}, {p[f'{key}_high']:+.3f}]"
-
-
-def served_block(steps: dict, placement: dict | None) -> str:
-    """docs/speed.md's served-model figures: each constraint route's time a call beside the local fast path and
-    the calls per second in flight (``llm_served_routes``, ``llm_server_calls_per_s``), and the served copy placed
-    on the first questions beside the local backend's point (scripts/served_placement.py); each when measured."""
-    lines = [SERVED_BLOCK[0]]
-    routes, flight = steps.get("llm_served_routes"), steps.get("llm_server_calls_per_s")
-    if routes:
-        local = routes["local fast path"]
-        lines.append(f"Time an agent decision (`make bench ARGS=--llm-server-only`, median of {routes['calls']} recorded "
-                     f"decisions, load {local['loadavg'][0]:.1f}): the local fast path {local['median_s']:.1f} s; served, "
-                     + ", ".join(f"{r} {v['median_s']:.1f} s ({v['median_s'] / local['median_s']:.1f}x; "
-                                 f"{v['same_as_local']} of {v['calls']} replies the local backend's)"
-                                 for r, v in routes["routes"].items()) + ".")
-    if flight:
-        lines.append("Calls per second with requests in flight (`openai_concurrency`, multi-query rewrites by the "
-                     f"{flight['route']} route): " + ", ".join(f"{n} at once {v['calls_per_s']:.2f}"
-                                                               for n, v in flight["levels"].items())
-                     + ": llama-cpp-python's server answers one request at a time.")
-    if placement:
-        lines += ["", f"The served copy placed on the first {placement['questions']} questions "
-                  "(`python scripts/served_placement.py 40 json_object grammar`; results/served_placement.json), "
-                  "beside the local backend's point on the same questions (replayed from its records); MRR@10 "
-                  "against dense, with 95% ranges:", "",
-                  "| point | stop accuracy, first / second decision | predicted by a judge | the agent's run | "
-                  "within the local point's ranges | run took |", "|---|---|---|---|---|---|",
-                  f"| local backend | {_accuracies(placement['local'])} | {_ranged(placement['local'], 'predicted')} | "
-                  f"{_ranged(placement['local'], 'actual')} | | |"]
-        for route, row in placement["routes"].items():
-            p = row["point"]
-            agree = " and ".join(f"{w} {'yes' if row[f'{k}_within_ranges'] else 'no'}"
-                                 for k, w in (("predicted", "predicted"), ("actual", "run")))
-            lines.append(f"| served, {route} | {_accuracies(p)} | {_ranged(p, 'predicted')} | {_ranged(p, 'actual')} | "
-                         f"{agree} | {row['run_s'] / 60:.1f} min |")
-        c = next(iter(placement["routes"].values()))["replies"]
-        counted = ("same", "differ", "other_query", "other_decision", "not_asked_locally")
-        same = {tuple(r["replies"][k] for k in counted) for r in placement["routes"].values()}
-        lines += ["", f"Of the served replies to a request the local backend also made, {c['same']} are its text and "
-                  f"{c['differ']} differ: {c['other_query']} only in the query written, {c['other_decision']} in the "
-                  f"decision; {c['not_asked_locally']} requests were made only on the served chains (a chain goes "
-                  "elsewhere after a reply that differs)"
-                  + (", the same counts by every route." if len(same) == 1 else ".")]
-    lines.append(SERVED_BLOCK[1])
-    return "\n".join(lines)
-
-
-def write_served_docs(steps: dict) -> list[str]:
-    """Write :func:`served_block` into docs/speed.md; the files written."""
-    placement = json.loads(SERVED_PLACEMENT.read_text(encoding="utf-8")) if SERVED_PLACEMENT.exists() else None
-    return _write_blocks({"docs/speed.md": (served_block(steps, placement), SERVED_BLOCK)})
