@@ -146,11 +146,11 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
     last changed are executed again, once, in order (module docstring). With ``inputs`` (what the command
     computes from, :func:`lib.report.inputs.inputs_digest`), a page whose executed notebook in ``out_dir`` was
     computed from the same inputs, notebook and parameters (:func:`page_key`) is kept, not executed again (with
-    ``again``, every page is executed, and marked), and the kernel is started only for a page that is. Returns (the names that completed, the executed notebooks of
-    the runs that did not)."""
+    ``again``, every page is executed, and marked), and the kernel is started only for a page that is; a page is
+    marked only when it read what the command started from. Returns (the names that completed, the executed
+    notebooks of the runs that did not)."""
     import papermill as pm  # papermill is heavy and only running a notebook needs it
     from papermill.exceptions import PapermillExecutionError  # papermill is heavy and only running a notebook needs it
-
 
     log = log or (lambda line: print(line, flush=True))
     logging.getLogger("papermill").setLevel(logging.ERROR)
