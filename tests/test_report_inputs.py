@@ -55,4 +55,3 @@ def test_a_page_is_kept_when_its_inputs_notebook_and_parameters_are_those_of_its
     assert run("B", {"n": 2}, again=True) == "11222"  # --again: executed all the same, and marked
     assert INPUTS_KEY in json.loads((out / "page.ipynb").read_text())["metadata"]
     assert run("B", {"n": 2}) == "11222"
-    assert run(None, {"n": 2}) == "112222"  # no inputs known: executed
