@@ -529,7 +529,7 @@ def test_a_real_server_places_the_served_copy_beside_the_local_backend(tmp_path,
     spec.loader.exec_module(sp)
     assert sp.main(["1", "json_object", "grammar", "--results", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "grammar" / "served_placement.json").read_text())
-    assert list(summary["routes"]) == ["json_object", "grammar"]
+    assert set(summary["routes"]) == {"json_object", "grammar"}
     for route, row in summary["routes"].items():  # each route in its own folder, its records kept apart
         assert summary["local"]["questions"] == row["point"]["questions"] == 1 and row["comparable"]
         c = row["replies"]
