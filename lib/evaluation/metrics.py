@@ -6,6 +6,7 @@ p-value (:func:`paired_permutation`) and Holm's correction over a family of test
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -132,19 +133,13 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000, seed
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape:
         raise ValueError("paired bootstrap needs the same questions on both sides")
-    key = ((a - b).tobytes(), n_resamples, seed, confidence)
-    if key not in _BOOTSTRAPS:
-        if len(_BOOTSTRAPS) >= 4096:
-            _BOOTSTRAPS.pop(next(iter(_BOOTSTRAPS)))
-        _BOOTSTRAPS[key] = _paired_bootstrap(a, b, n_resamples, seed, confidence)
-    return _BOOTSTRAPS[key]
+    return _paired_bootstrap(a.tobytes(), b.tobytes(), n_resamples, seed, confidence)
 
 
-_BOOTSTRAPS: dict[tuple, tuple[float, float, float]] = {}  # paired_bootstrap's ranges by their inputs
-
-
-def _paired_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int,
+@lru_cache(maxsize=4096)
+def _paired_bootstrap(a_bytes: bytes, b_bytes: bytes, n_resamples: int, seed: int,
                       confidence: float) -> tuple[float, float, float]:
+    a, b = np.frombuffer(a_bytes), np.frombuffer(b_bytes)
     delta = float(np.mean(a - b))
     if np.all(a - b == a[0] - b[0]):  # no spread: the range is the point
         return _zeroed(delta), _zeroed(delta), _zeroed(delta)
@@ -206,22 +201,14 @@ def exact_sign_flip(d: np.ndarray) -> tuple[float, str]:
     """The exact two-sided p of the paired sign-flip test on differences ``d`` (zeros already removed):
     P(|sum of randomly signed d| >= |sum d|), by enumeration of every sign vector for at most
     ``EXACT_ENUMERATE`` differences, else by the dynamic programme over the integer-scaled sums
-    (:func:`sign_flip_distribution`); (p, method), or (nan, why) when neither is computable. The p depends only on
-    the differences as a multiset, so it is kept for this process by their sorted values (the report's pages ask
-    for the same comparison several times)."""
-    d = np.asarray(d, dtype=float)
-    key = np.sort(d).tobytes()
-    if key not in _EXACT:
-        if len(_EXACT) >= 4096:
-            _EXACT.pop(next(iter(_EXACT)))
-        _EXACT[key] = _exact_sign_flip(d)
-    return _EXACT[key]
+    (:func:`sign_flip_distribution`); (p, method), or (nan, why) when neither is computable. Kept for this
+    process by the differences (the report's pages ask for the same comparison several times)."""
+    return _exact_sign_flip(np.asarray(d, dtype=float).tobytes())
 
 
-_EXACT: dict[bytes, tuple[float, str]] = {}  # exact_sign_flip's results by the sorted differences
-
-
-def _exact_sign_flip(d: np.ndarray) -> tuple[float, str]:
+@lru_cache(maxsize=4096)
+def _exact_sign_flip(d_bytes: bytes) -> tuple[float, str]:
+    d = np.frombuffer(d_bytes)
     if d.size <= EXACT_ENUMERATE:
         signs = 1 - 2 * ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1)
         sums = np.abs(signs @ d)
