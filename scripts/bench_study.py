@@ -155,15 +155,6 @@ def notebook_times(report_dir: Path, names) -> dict[str, float]:
     return out
 
 
-def local_model_installed() -> bool:
-    """Whether the local backend can run here (llama-cpp-python and the shipped model's file)."""
-    import importlib.util
-
-    from lib.llm.local_backend import LOCAL_MODEL_FILE
-
-    return importlib.util.find_spec("llama_cpp") is not None and LOCAL_MODEL_FILE.exists()
-
-
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=20_000)
@@ -178,6 +169,7 @@ def main(argv: list[str]) -> None:
     from lib.config import load_profile
     from lib.data.papers import paper_text
     from lib.data.study import import_study
+    from lib.preflight import local_model_missing
     from lib.report.bench_study import throughput_row
     from lib.search.chunking import chunk_for_embedder
 
@@ -214,7 +206,10 @@ def main(argv: list[str]) -> None:
                              "bm25_ms": median_ms(lambda t: parts.bm25.search(t, 50), [q.text for q in qs])})
     for design in DESIGNS:
         steps.time(f"design_{design}", lambda: pipeline.run(profile, design, progress=False), questions=len(qs))
-    if args.llm_questions and local_model_installed():
+    missing = local_model_missing() if args.llm_questions else None
+    if missing:
+        print(f"design_{LLM_DESIGN}: left out, the local backend cannot run here: {missing}", flush=True)
+    elif args.llm_questions:
         llm = load_profile(name, question_limit=args.llm_questions, llm_backend="local")
         key = f"design_{LLM_DESIGN}"
         done = steps.time(key, lambda: pipeline.run(llm, LLM_DESIGN, runs=[1], progress=True)[1],
