@@ -28,7 +28,7 @@ import place_model  # noqa: E402
 
 from lib.config import DEFAULT_PROFILE, load_profile, shown_path  # noqa: E402
 from lib.io import write_json  # noqa: E402
-from lib.report.served_docs import SERVED_PLACEMENT, write_served_docs  # noqa: E402
+from lib.report.served_docs import SERVED_PLACEMENT, per_decision, write_served_docs  # noqa: E402
 from lib.llm import contract, served  # noqa: E402
 from lib.llm.local_backend import DEFAULT_LOCAL_MODEL, local_model  # noqa: E402
 from lib.llm.records import RecordStore, records_dir  # noqa: E402
@@ -50,11 +50,8 @@ def point(rows) -> dict:
 
 def accuracies(p: dict) -> str:
     """"stop 70% (n 40) then 55% (n 11), search ..." of a point."""
-    def one(name, n):
-        ks = sorted(int(k.rsplit("_", 1)[1]) for k in p if k.startswith(f"{name}_") and k.rsplit("_", 1)[1].isdigit())
-        return " then ".join("n/a" if p[f"{name}_{k}"] is None else f"{p[f'{name}_{k}']:.0%} (n {p[f'{n}_{k}'] or 0:.0f})"
-                             for k in ks)
-    return f"stop {one('p_stop', 'shown')}, search {one('p_search', 'not_shown')}"
+    return (f"stop {per_decision(p, 'p_stop', 'shown', ' then ')}, "
+            f"search {per_decision(p, 'p_search', 'not_shown', ' then ')}")
 
 
 def within(a: dict, b: dict, key: str) -> bool:

@@ -13,11 +13,12 @@ SERVED_BLOCK = ("<!-- served:start (written from results/bench.json and results/
 SERVED_PLACEMENT = ROOT / "results" / "served_placement.json"  # scripts/served_placement.py's recorded run
 
 
-def _accuracies(p: dict) -> str:
-    """"38% (n 39) / 100% (n 38)": the stop accuracy at each decision with the decisions it rests on."""
-    ks = sorted(int(k.rsplit("_", 1)[1]) for k in p if k.startswith("p_stop_"))
-    return " / ".join("n/a" if p[f"p_stop_{k}"] is None else f"{p[f'p_stop_{k}']:.0%} (n {p[f'shown_{k}'] or 0:.0f})"
-                      for k in ks)
+def per_decision(p: dict, rate: str = "p_stop", count: str = "shown", joiner: str = " / ") -> str:
+    """"38% (n 39) / 100% (n 38)": a placed point's accuracy (``rate``: p_stop or p_search) at each decision with
+    the decisions it rests on (``count``: shown or not_shown); scripts/served_placement.py prints them too."""
+    ks = sorted(int(k.rsplit("_", 1)[1]) for k in p if k.startswith(f"{rate}_") and k.rsplit("_", 1)[1].isdigit())
+    return joiner.join("n/a" if p[f"{rate}_{k}"] is None else f"{p[f'{rate}_{k}']:.0%} (n {p[f'{count}_{k}'] or 0:.0f})"
+                       for k in ks)
 
 
 def _ranged(p: dict, key: str) -> str:
@@ -49,13 +50,13 @@ def served_block(steps: dict, placement: dict | None) -> str:
                   "against dense, with 95% ranges:", "",
                   "| point | stop accuracy, first / second decision | predicted by a judge | the agent's run | "
                   "within the local point's ranges | run took |", "|---|---|---|---|---|---|",
-                  f"| local backend | {_accuracies(placement['local'])} | {_ranged(placement['local'], 'predicted')} | "
+                  f"| local backend | {per_decision(placement['local'])} | {_ranged(placement['local'], 'predicted')} | "
                   f"{_ranged(placement['local'], 'actual')} | | |"]
         for route, row in placement["routes"].items():
             p = row["point"]
             agree = " and ".join(f"{w} {'yes' if row[f'{k}_within_ranges'] else 'no'}"
                                  for k, w in (("predicted", "predicted"), ("actual", "run")))
-            lines.append(f"| served, {route} | {_accuracies(p)} | {_ranged(p, 'predicted')} | {_ranged(p, 'actual')} | "
+            lines.append(f"| served, {route} | {per_decision(p)} | {_ranged(p, 'predicted')} | {_ranged(p, 'actual')} | "
                          f"{agree} | {row['run_s'] / 60:.1f} min |")
         c = next(iter(placement["routes"].values()))["replies"]
         counted = ("same", "differ", "other_query", "other_decision", "not_asked_locally")
