@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..paths import ROOT
 from .bench_ann import QUANTILES, best_points, cheapest, cost_ms, ordered
-from .bench_study import STEP_WORDS, step_order
+from .bench_study import STEP_WORDS, model_steps, step_order
 
 
 # the decoding paths `make bench` compares (scripts/bench.py CALL_MODES), in the words of docs/speed.md
@@ -293,7 +293,7 @@ def _hours(s: float | None) -> str:
 
 def model_words(t: dict) -> str:
     """The model designs a throughput run measured, in words ("" when none: then it says they were not run)."""
-    model = [k for k in step_order(t["steps"]) if "searches" in t["steps"][k]]
+    model = model_steps(t["steps"])
     if not model:
         return "; the model designs were not run"
     words = []

@@ -5,9 +5,9 @@ How each step is projected (:data:`SCALING`): import, chunking and embedding gro
 measured rate); the dense index at 1M is faiss HNSW (the study's ``auto`` backend from 300,000 rows) with the
 build time measured at 1M (``ann_1000000``, the chosen setting; else the uniform-vector run); the BM25 index
 at 1M is the bench's 1M-chunk build (``bm25_scale_1000000``); a design's time grows by each question's
-searches (:data:`SEARCHES`; a model design's searches as it made them, its model's time unchanged) times the difference between a search's time at 1M (the bench's medians) and at the
-corpus's size (its CPU time, measured by scripts/bench_study.py); the pages depend on the questions, not the
-documents, and are kept as measured.
+searches (:data:`SEARCHES`; a model design's searches as it made them, its model's time unchanged) times the
+difference between a search's time at 1M (the bench's medians) and at the corpus's size (its CPU time, measured
+by scripts/bench_study.py); the pages depend on the questions, not the documents, and are kept as measured.
 """
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def throughput_row(steps: dict, docs: int, questions: int, bench: dict, target: 
     row = {"documents": docs, "questions": questions, "target": target, "steps": steps, "projected": proj,
            "total_wall_s": total, "total_cpu_s": sum(timed[k]["cpu_s"] for k in counted),
            "projected_total_s": total_1m, "projected_total_cpu_s": cpu_1m, "peak_rss_mb": peak, "first_to_move": first}
-    model = [k for k in counted if "searches" in timed[k]]  # the model designs, on their own questions
+    model = [k for k in model_steps(timed) if k in counted]  # the model designs, on their own questions
     with_model = "".join(f" and {k[len('design_'):]} with the {timed[k].get('backend', 'local')} model over "
                          f"{timed[k]['questions']} questions" for k in model)
     row["summary"] = (f"make study's steps over {docs:,} abstracts and {questions} questions, the designs without a "
@@ -116,6 +116,12 @@ def throughput_row(steps: dict, docs: int, questions: int, bench: dict, target: 
                       f"{peak:,.0f} MB; projected at {target:,} documents: {total_1m / 3600:.1f} h wall, "
                       f"{cpu_1m / 3600:.1f} h CPU, {(proj[first]['cpu_s'] or 0) / cpu_1m:.0%} of it {first}")
     return row
+
+
+def model_steps(steps: dict) -> list[str]:
+    """The steps of designs that asked a model, in the order they ran: those that record the searches they made
+    (scripts/bench_study.py)."""
+    return [k for k in step_order(steps) if "searches" in steps[k]]
 
 
 def step_order(steps: dict) -> Sequence[str]:
