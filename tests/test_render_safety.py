@@ -122,6 +122,15 @@ def test_stable_ids_number_ids_by_order_and_leave_the_rest_alone():
     assert stable_ids(out) == out
 
 
+
+def test_stable_ids_follow_the_id_attributes_not_a_chance_match_earlier_in_the_text():
+    # a Styler's five hex digits met by chance in an image's data before its table: the numbering still follows
+    # the tables' order, so two executions of one page number it alike
+    page = ('<img src="data:image/png;base64,iVBORw0KGgo0c1de9f3ab"/><table id="T_9f3ab"></table>'
+            '<table id="T_0c1de"></table><style>#T_0c1de_row0_col0 {color: red}</style>')
+    assert stable_ids(page) == ('<img src="data:image/png;base64,iVBORw0KGgo0c1de9f3ab"/><table id="T_00001"></table>'
+                                '<table id="T_00002"></table><style>#T_00002_row0_col0 {color: red}</style>')
+
 # ------------------------------------------------------------------- notebooks that did not complete
 
 

@@ -209,20 +209,24 @@ def _counter_like(token: str, n: int) -> str:
 
 
 def stable_ids(page: str) -> str:
-    """The page with every random table id replaced by one numbered in order of first appearance
-    (the same shape, so each stays unique within the page), everywhere it occurs: in the id
-    attributes, the page's CSS selectors and its scripts."""
+    """The page with every random table id replaced by one numbered in order of first appearance in an id
+    attribute (the same shape, so each stays unique within the page), everywhere it occurs: in the id
+    attributes, the page's CSS selectors and its scripts. (Not by the token's first occurrence in the text: a
+    Styler's five hex digits also turn up by chance inside other text, an image's data, which would number
+    the same page differently from one run to the next.)"""
     uuids: dict[str, None] = {}
     stylers: dict[str, None] = {}
+    order: dict[str, None] = {}
     for m in _ID_ATTR.finditer(page):
         value = m.group(2)
         for u in _UUID_IN_ID.finditer(value):
             uuids.setdefault(u.group(0))
+            order.setdefault(u.group(0))
         if (s := _STYLER_ID.match(value)) and s.group(1) not in uuids:
             stylers.setdefault(s.group(1))
-    if not uuids and not stylers:
+            order.setdefault(s.group(1))
+    if not order:
         return page
-    order = sorted([*uuids, *stylers], key=lambda t: page.find(t))
     new = {t: _counter_like(t, n) for n, t in enumerate(order, start=1)}
     if uuids:
         page = re.sub("|".join(map(re.escape, uuids)), lambda m: new[m.group(0)], page)
