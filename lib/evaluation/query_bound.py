@@ -65,13 +65,33 @@ def chain_variants(chain: Chain, rrf_k: int = 60, shown: int = SHOWN) -> list[tu
 
 
 def chain_polynomial(chain: Chain, p_stop, p_search, metric: str, rrf_k: int = 60,
-                     shown: int = SHOWN, variants=None) -> np.polynomial.Polynomial:
-    """The judge's expected score on one chain as a polynomial in the share of re-searches given the best list
-    (``variants``: :func:`chain_variants` of the chain, computed here when not given)."""
-    total = np.polynomial.Polynomial([0.0])
+                     shown: int = SHOWN, variants=None) -> np.ndarray:
+    """The judge's expected score on one chain as a polynomial in the share of re-searches given the best list,
+    by its coefficients, lowest degree first (``variants``: :func:`chain_variants` of the chain, computed here when
+    not given). The sum is taken as numpy.polynomial's Polynomial takes it (:func:`_added`), on the arrays."""
+    total = np.zeros(1)
     for weight, leaves, seen in (chain_variants(chain, rrf_k, shown) if variants is None else variants):
-        total = total + weight * expected(chain, p_stop, p_search, metric, leaves, seen)
+        total = _added(total, _trimmed(_trimmed(weight.coef) * expected(chain, p_stop, p_search, metric, leaves, seen)))
     return total
+
+
+def _trimmed(c: np.ndarray) -> np.ndarray:
+    """The coefficients without their trailing zeros, one kept (numpy.polynomial.polyutils.trimseq)."""
+    n = len(c)
+    while n > 1 and c[n - 1] == 0:
+        n -= 1
+    return c[:n]
+
+
+def _added(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two polynomials' sum as Polynomial's ``+`` makes it (numpy.polynomial.polyutils: each trimmed, the shorter
+    added into a copy of the longer, the sum trimmed), with the same floating-point additions, so the same bits,
+    without a Polynomial object for each of the tens of thousands of terms."""
+    a, b = _trimmed(a), _trimmed(b)
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    out = longer.copy()
+    out[:len(shorter)] += shorter
+    return _trimmed(out)
 
 
 def curve(chains: Sequence[Chain], p_stop, p_search, metric: str, rrf_k: int = 60,
@@ -79,9 +99,10 @@ def curve(chains: Sequence[Chain], p_stop, p_search, metric: str, rrf_k: int = 6
     """Mean over the chains minus dense, as a polynomial in the share (``variants``: each chain's
     :func:`chain_variants`, in order, or None)."""
     variants = variants or [None] * len(chains)
-    total = sum((chain_polynomial(c, p_stop, p_search, metric, rrf_k, shown, v) for c, v in zip(chains, variants)),
-                np.polynomial.Polynomial([0.0]))
-    return total / len(chains) - float(np.mean([c.dense[metric] for c in chains]))
+    total = np.zeros(1)
+    for c, v in zip(chains, variants):
+        total = _added(total, chain_polynomial(c, p_stop, p_search, metric, rrf_k, shown, v))
+    return np.polynomial.Polynomial(total) / len(chains) - float(np.mean([c.dense[metric] for c in chains]))
 
 
 def least_share(poly: np.polynomial.Polynomial) -> float:
