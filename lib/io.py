@@ -18,11 +18,44 @@ import sys
 import zlib
 from datetime import datetime, timezone
 
+import orjson
+
 
 def digest(obj: Any, n: int = 16) -> str:
-    """A short sha256 of a JSON value (keys sorted): the content digest the inputs keys and caches use."""
+    """A short sha256 of a JSON value (keys sorted): the content digest the inputs keys and caches use. The bytes
+    hashed are json.dumps's (keys sorted, compact, UTF-8); a value orjson writes byte for byte alike
+    (:func:`_orjson_alike`) is written by orjson, about eight times as fast (the snapshot's 63,903 papers)."""
+    if _orjson_alike(obj):
+        try:
+            return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:n]
+        except (orjson.JSONEncodeError, TypeError):  # a lone surrogate, nesting over orjson's depth
+            pass
     blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
+
+
+def _orjson_alike(obj: Any) -> bool:
+    """Whether ``obj`` holds only what orjson writes as json.dumps does (keys sorted, ``ensure_ascii=False``,
+    compact): strings, integers of 64 bits, booleans, None, and lists, tuples and dicts of string keys of those.
+    A float is written otherwise (``1e-05`` against ``1e-5``), and anything else is json.dumps's ``default``."""
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        kind = type(o)
+        if kind is str or kind is bool or o is None:
+            continue
+        if kind is int:
+            if not -(1 << 63) <= o < (1 << 64):
+                return False
+        elif kind is list or kind is tuple:
+            stack.extend(o)
+        elif kind is dict:
+            if not all(type(k) is str for k in o):
+                return False
+            stack.extend(o.values())
+        else:
+            return False
+    return True
 
 
 def content_digest(path: Path) -> str:
@@ -40,6 +73,19 @@ def content_digest(path: Path) -> str:
 
 
 DIGEST_FILE = "content.sha256"
+
+
+def read_once(memo: dict, path: Path, read: Callable[[Path], Any], *also: Path) -> Any:
+    """``read(path)``, kept in ``memo`` for this process by the file's content (:func:`content_digest`; and that of
+    ``also``, files the reading depends on), so the pages of one `make report` read each version of a file once; a
+    file written since is read again, whatever its size and time say. The value is shared: read it, never change it."""
+    path = Path(path)
+    key = (str(path.resolve()), *(content_digest(f) if Path(f).is_file() else None for f in (path, *also)))
+    if key not in memo:
+        for old in [k for k in memo if k[0] == key[0]]:  # an earlier version of the file
+            del memo[old]
+        memo[key] = read(path)
+    return memo[key]
 
 
 def digest_path(path: Path) -> Path:

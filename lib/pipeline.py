@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 
 from .config import DEFAULT_PROFILE, ROOT, Profile, parse_runs
@@ -19,7 +20,7 @@ from .data.papers import paper_text
 from .data.questions import read_questions, read_twopart_questions
 from .designs import Question, Result, design_class, design_names
 from .errors import DataError
-from .io import digest
+from .io import content_digest, digest
 from .llm import ReplayMiss, make_llm
 from .progress import bar, unscored
 from .llm.prompts import corpus_for
@@ -102,7 +103,7 @@ def questions_path(profile: Profile) -> Path:
 def all_questions(profile: Profile, papers: list[dict] | None = None) -> list[dict]:
     """Every question row (reviewed or not), checked against the collection's ids."""
     papers = papers if papers is not None else collection(profile)
-    return read_questions(questions_path(profile), known_ids={p["id"] for p in papers})
+    return _question_rows(read_questions, questions_path(profile), papers)
 
 
 def twopart_questions(profile: Profile, papers: list[dict] | None = None) -> list[dict]:
@@ -110,7 +111,26 @@ def twopart_questions(profile: Profile, papers: list[dict] | None = None) -> lis
     if not profile.twopart_questions_path:
         raise DataError(f"profiles/{profile.name}.yaml: question_set 'twopart' needs twopart_questions_path")
     papers = papers if papers is not None else collection(profile)
-    return read_twopart_questions(profile.path("twopart_questions_path"), {p["id"] for p in papers})
+    return _question_rows(read_twopart_questions, profile.path("twopart_questions_path"), papers)
+
+
+def _question_rows(read: Callable[[Path, set[str]], list[dict]], path: Path, papers: list[dict]) -> list[dict]:
+    """``read(path, the papers' ids)``, kept for this process by the file's content and the papers list itself (the
+    same object: a collection or snapshot as read once, held by the memo), so the report's pages, which ask for
+    the questions of each condition again and again, read each file once; each call gets its own rows."""
+    path = Path(path)
+    if not path.is_file():
+        return read(path, {p["id"] for p in papers})  # its own error, naming the file
+    key = (read.__name__, str(path.resolve()), content_digest(path), id(papers))
+    kept = _QUESTION_ROWS.get(key)
+    if kept is None or kept[0] is not papers:
+        if len(_QUESTION_ROWS) >= 16:
+            _QUESTION_ROWS.pop(next(iter(_QUESTION_ROWS)))
+        kept = _QUESTION_ROWS[key] = (papers, read(path, {p["id"] for p in papers}))
+    return [dict(row) for row in kept[1]]
+
+
+_QUESTION_ROWS: dict[tuple, tuple[list[dict], list[dict]]] = {}  # _question_rows' reads
 
 
 def scored_questions(profile: Profile, papers: list[dict] | None = None) -> list[Question]:

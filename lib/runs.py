@@ -18,7 +18,7 @@ from .progress import bar as tqdm  # progress in the terminal, never in a page
 from .designs import Design, Question, Result
 from .errors import DataError
 from .data.relevance import judgements
-from .io import Appender, locked, read_jsonl, repair_torn_tail, write_text
+from .io import Appender, locked, read_jsonl, read_once, repair_torn_tail, write_text
 from contextlib import ExitStack
 
 # provenance entries that say how a result was obtained but not what it depends on
@@ -53,8 +53,12 @@ def inputs_key(design: str, run: int, question: Question, provenance: dict) -> s
 def read_results(path: Path) -> list[Result]:
     """The results saved in one run file; never writes. A bad line (not JSON, not an object, not a
     result) is an error naming the file and line; an unterminated last line (an interrupted append)
-    is left out."""
-    return read_jsonl(path, Result.from_json, torn_tail_ok=True, objects=True)
+    is left out. Read once per version of the file in a process (:func:`lib.io.read_once`: a report's pages
+    read each run file several times); each call gets its own list of the same results, which are never changed."""
+    return list(read_once(_RESULTS, path, lambda p: read_jsonl(p, Result.from_json, torn_tail_ok=True, objects=True)))
+
+
+_RESULTS: dict[tuple, list[Result]] = {}  # read_results' files, by content
 
 
 # the type each field of a saved record must have before it is counted (bool is no number here)
@@ -87,14 +91,15 @@ class RecordCheck:
             raise DataError(f"{where}: field 'design' is {r.design!r} in a file of design {design!r}")
         if r.run != run:
             raise DataError(f"{where}: field 'run' is {r.run} in the file of run {run}")
-        if not all(isinstance(i, str) for i in r.ranked_ids):
+        ids = r.ranked_ids
+        if not set(map(type, ids)) <= {str} and not all(isinstance(i, str) for i in ids):  # (the first test in C)
             raise DataError(f"{where}: field 'ranked_ids' should hold paper ids (strings)")
-        if len(set(r.ranked_ids)) != len(r.ranked_ids):
-            dup = next(i for n, i in enumerate(r.ranked_ids) if i in r.ranked_ids[:n])
+        if len(set(ids)) != len(ids):
+            dup = next(i for n, i in enumerate(ids) if i in ids[:n])
             raise DataError(f"{where}: field 'ranked_ids' names {dup!r} more than once")
-        unknown = [i for i in r.ranked_ids if i not in self.known_ids]
-        if unknown:
-            raise DataError(f"{where}: field 'ranked_ids' names {unknown[0]!r}, which is not in the collection searched")
+        if not self.known_ids.issuperset(ids):
+            unknown = next(i for i in ids if i not in self.known_ids)
+            raise DataError(f"{where}: field 'ranked_ids' names {unknown!r}, which is not in the collection searched")
         q = self.questions.get(r.qid)
         if q is None:
             raise DataError(f"{where}: field 'qid': no such question in the question set as it is now")

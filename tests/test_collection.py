@@ -162,3 +162,35 @@ def test_the_collection_is_read_once_while_its_file_is_unchanged_and_its_digest_
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
     again = pipeline.collection(cfg)
     assert again is not rows and pipeline.collection_digest(again) != first  # the order is part of the digest
+
+
+def test_the_question_rows_are_read_once_per_file_content_and_papers_and_each_caller_gets_its_own(tmp_path):
+    """pipeline.all_questions keeps the rows it read by the file's content and the papers list itself: asked
+    again it reads nothing, an edit that keeps the file's size and time is read again, other papers are checked
+    again, and a caller that changes its rows changes no other caller's."""
+    import os
+    import shutil
+
+    from lib import pipeline
+    from lib.config import ROOT, load_profile
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(ROOT / "data" / "pilot" / "collection.jsonl", data / "collection.jsonl")
+    shutil.copy(ROOT / "data" / "pilot" / "questions.csv", data / "questions.csv")
+    cfg = load_profile("pilot", data_dir=str(data), results_dir=str(tmp_path / "results"),
+                       questions_path=str(data / "questions.csv"))
+    papers = pipeline.collection(cfg)
+    rows = pipeline.all_questions(cfg, papers)
+    rows[0]["question"] = "changed by this caller"
+    again = pipeline.all_questions(cfg, papers)
+    assert again[0]["question"] != "changed by this caller" and again == pipeline.all_questions(cfg, papers)
+    path = data / "questions.csv"
+    before = path.stat()
+    text = path.read_text()
+    first = again[0]["question"]
+    path.write_text(text.replace(first, first[::-1], 1))  # the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert pipeline.all_questions(cfg, papers)[0]["question"] == first[::-1]
+    with pytest.raises(DataError, match="source_id"):  # other papers: checked against them, not the kept rows
+        pipeline.all_questions(cfg, [p for p in papers if p["id"] != again[0]["source_id"]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,57 @@ def test_a_record_parse_rejects_names_file_and_line(tmp_path):
     path.write_text('{"k": 1}\n{"j": 2}\n')
     with pytest.raises(DataError, match=r"r.jsonl: line 2: not a valid record \(KeyError: 'k'\)"):
         read_jsonl(path, lambda o: o["k"])
+
+
+def test_a_digest_hashes_the_bytes_json_dumps_writes_whichever_library_writes_them():
+    """lib.io.digest writes plain values with orjson and the rest with json: the same sha256 either way, for the
+    values orjson would write otherwise (floats, integers over 64 bits, keys that are no strings, objects only
+    json's ``default`` turns into strings, nesting deeper than orjson goes) and those it writes alike."""
+    import hashlib
+    import json
+
+    from lib.io import digest
+
+    def by_json(value):
+        blob = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    values = [[["2401.00001", "T\u00edtle \u2028 \x00\x1f\x7f\"\\ \U0001F600", "", ["cs.IR", "cs.CL"], "2024-01-01"]],
+              {"b": 1, "a": [True, False, None, -(1 << 63), (1 << 64) - 1], "\uffff": {}, "\U0001F600": []},
+              {"f": 1e-05, "g": 1e16, "h": [0.1, -0.0]}, {"big": 1 << 70}, {1: "a key that is no string"},
+              {"p": Path("results") / "x"}, ("a", ("tuple",)), "text", 7, None, deep]
+    for value in values:
+        assert digest(value) == by_json(value), value
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate cannot be hashed either way
+        digest(["\ud800"])
+
+
+def test_a_file_read_once_is_read_again_when_its_content_changes_whatever_its_size_and_time(tmp_path):
+    """lib.io.read_once keeps what was read from a file by its content: the same content is read once, an edit
+    that keeps the size and the modification time is read again, and only the file's last version is kept."""
+    import os
+
+    from lib.io import read_once
+
+    f = tmp_path / "run1.jsonl"
+    f.write_text('{"a": 1}\n')
+    memo, reads = {}, []
+
+    def read(path):
+        reads.append(path)
+        return read_jsonl(path)
+
+    assert read_once(memo, f, read) == [{"a": 1}] and read_once(memo, f, read) == [{"a": 1}]
+    assert len(reads) == 1
+    before = f.stat()
+    f.write_text('{"a": 2}\n')
+    os.utime(f, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert f.stat().st_size == before.st_size and f.stat().st_mtime_ns == before.st_mtime_ns
+    assert read_once(memo, f, read) == [{"a": 2}] and len(reads) == 2 and len(memo) == 1
+    seal = tmp_path / "digests.json"  # a file the reading depends on: its change reads again too
+    assert read_once(memo, f, read, seal) == [{"a": 2}] and len(reads) == 3
+    seal.write_text("{}")
+    assert read_once(memo, f, read, seal) == [{"a": 2}] and len(reads) == 4

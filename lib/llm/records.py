@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..paths import ROOT
-from ..io import Appender, locked, read_jsonl, repair_torn_tail, write_json
+from ..io import Appender, locked, read_jsonl, read_once, repair_torn_tail, write_json
 from .base import OPTIONAL_FIELDS, Backend, LLMRequest, LLMResponse, ReplayMiss
 
 RECORDS_DIR = ROOT / "data" / "llm_records"
@@ -69,6 +69,20 @@ def record_checker(directory: Path, kind: str):
     return lambda rec: checked_record(rec, sealed)
 
 
+def read_records(path: Path) -> list[dict]:
+    """A record file's records (a torn last line left out), each checked as a replay checks it
+    (:func:`record_checker`: its key, its reply's digest or its folder's seal; an edited reply is an error naming
+    the file and line), read once per version of the file and its folder's seal in a process
+    (:func:`lib.io.read_once`): the design pages' stores and page 12's tables read the same files. Shared: never
+    change the list or its records."""
+    path = Path(path)
+    return read_once(_RECORDS, path, lambda p: read_jsonl(p, record_checker(p.parent, p.stem), torn_tail_ok=True),
+                     path.parent / SEAL)
+
+
+_RECORDS: dict[tuple, list[dict]] = {}  # read_records' files, by content
+
+
 def seal(directory: Path) -> Path:
     """Write ``directory/digests.json``: the reply digest of every record there that carries none of its own
     (written before records stored one), by kind and key, so that a reply edited by hand in those is named
@@ -109,8 +123,7 @@ class RecordStore:
         with self._lock:
             if kind not in self._cache:
                 files = [d / f"{kind}.jsonl" for d in self.base_dirs] + [self.file(kind)]
-                self._cache[kind] = {rec["key"]: rec for f in files
-                                     for rec in read_jsonl(f, record_checker(f.parent, kind), torn_tail_ok=True)}
+                self._cache[kind] = {rec["key"]: rec for f in files for rec in read_records(f)}
             return self._cache[kind]
 
     def get(self, request: LLMRequest) -> dict | None:

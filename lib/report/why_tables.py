@@ -14,10 +14,9 @@ import pandas as pd
 
 from ..config import load_profile
 from ..errors import DataError, ProfileError
-from ..io import read_jsonl
 from ..llm import contract
 from ..llm.local_backend import LOCAL_MODELS
-from ..llm.records import RECORDS_DIR, decoding_of, record_checker
+from ..llm.records import RECORDS_DIR, decoding_of, read_records
 from ..evaluation import judges, query_bound, query_quality, why_paths
 from ..evaluation.loss import SHOWN, ConditionRecords
 from ..runs import read_results, run_files
@@ -124,21 +123,6 @@ def records_root(profile) -> Path:
     return profile.own_dir / "llm_records" if profile.study_dir is not None else RECORDS_DIR
 
 
-_RECORDS: dict[tuple, list[dict]] = {}
-
-
-def saved_records(path: Path) -> list[dict]:
-    """A record file's records (a torn last line left out), each checked as a replay checks it (its key, its reply's
-    digest or its folder's seal: ``lib.llm.records.record_checker``; an edited reply is an error naming the file
-    and line), read once per version of the file in a process: page 12's two decoding tables read the same files."""
-    path = Path(path)
-    stat = path.stat() if path.exists() else None
-    key = (str(path), stat and stat.st_size, stat and stat.st_mtime_ns)
-    if key not in _RECORDS:
-        _RECORDS[key] = read_jsonl(path, record_checker(path.parent, path.stem), torn_tail_ok=True)
-    return _RECORDS[key]
-
-
 # the record kinds each LLM design's replies are saved under (lib.designs: its requests' ``kind``)
 DESIGN_KINDS = {"agent": ("agent",), "agent_rerank": ("agent",), "multiquery": ("rewrite",), "loop": ("loop",),
                  "loop_question_first": ("loop_question_first",), "escalate": ("escalate", "agent"),
@@ -172,7 +156,7 @@ def run_decoding(results_root: Path, records_dirs: Sequence[Path] = (RECORDS_DIR
         if (folder, kind) not in index:
             found: dict[tuple[int, str], set[str]] = {}
             for root in records_dirs:
-                for rec in saved_records(Path(root) / folder / f"{kind}.jsonl"):
+                for rec in read_records(Path(root) / folder / f"{kind}.jsonl"):
                     for q in _asked(rec):
                         found.setdefault((rec.get("run"), q), set()).add(decoding_of(rec))
             index[(folder, kind)] = found
@@ -206,7 +190,7 @@ def decoding_table(records_dir=RECORDS_DIR) -> pd.DataFrame:
     rows = []
     for folder in sorted(p for p in records_dir.iterdir() if p.is_dir()) if records_dir.exists() else []:
         for f in sorted(folder.glob("*.jsonl")):
-            for rec in saved_records(f):
+            for rec in read_records(f):
                 rows.append({"model": folder.name.split("__", 1)[-1], "kind": rec.get("kind", f.stem),
                              "run": rec.get("run"), "decoding": decoding_of(rec)})
     if not rows:
