@@ -11,7 +11,10 @@ digest), and a page's own state (the interactive-table library, put into each pa
 again with the page (:func:`lib.report.pages.new_page`).
 
 Each notebook is executed into ``failed_dir`` and moved into ``out_dir`` only when its run completed,
-so a failed or killed run never leaves an executed notebook where the report is rendered from.
+so a failed or killed run never leaves an executed notebook where the report is rendered from. The executed
+notebook is written once its run ends, completed or failed with the error in its cell (not before and after
+every cell, papermill's default, which rewrote the whole notebook some fifty times a page); a run killed
+outright leaves none, which `make report` says.
 
 A page reads the whole study's saved runs (the index's Holm family: every design, measure and condition),
 so a page executed before a later page of the same command saved its runs (or one that saved the runs of
@@ -38,7 +41,10 @@ from ..progress import UNSCORED
 KERNEL = "agentic-rag-evidence"
 # run in the kernel before each notebook: its names gone, its cells counted from 1 again (as a fresh
 # kernel counts them: the pages show In [n]; a new history session, so a page executed again in the kernel
-# writes no line number its first execution wrote), its figures closed, the page's own state new
+# writes no line number its first execution wrote), its figures closed, the page's own state new; then what
+# survives the reset (the libraries, the models, the memos) is moved out of the garbage collector's sight
+# (gc.freeze: %reset's own two full collections, and those Python runs on its own while a page computes,
+# then walk only what the pages make, not the half a million objects of torch, pandas and matplotlib)
 RESET = """get_ipython().run_line_magic('reset', '-f')
 get_ipython().execution_count = 1
 get_ipython().history_manager.new_session()
@@ -47,7 +53,9 @@ import matplotlib.pyplot as _plt
 _plt.close('all')
 if 'lib.report.pages' in _sys.modules:
     _sys.modules['lib.report.pages'].new_page()
-del _sys, _plt
+import gc as _gc
+_gc.freeze()
+del _sys, _plt, _gc
 """
 
 
@@ -178,8 +186,12 @@ def run_notebooks(names: Sequence[str], notebooks_dir: Path, out_dir: Path, fail
         kernel = kernels[0]
         try:
             kernel.reset()
+            target.unlink(missing_ok=True)  # no executed notebook of an earlier run is taken for this one's
+            # written when the run ends, completed or failed (papermill's default also rewrites the whole
+            # notebook before and after every cell: a tenth of a page's time)
             pm.execute_notebook(str(notebooks_dir / f"{name}.ipynb"), str(target), parameters=parameters,
-                                kernel_name=kernel_name, km=kernel.km, progress_bar=False)
+                                kernel_name=kernel_name, km=kernel.km, progress_bar=False,
+                                request_save_on_cell_execute=False)
         except (PapermillExecutionError, RuntimeError, OSError) as exc:
             why = f"{exc.ename}: {exc.evalue}" if isinstance(exc, PapermillExecutionError) else f"{type(exc).__name__}: {exc}"
             print(f"{name}: {redacted(why)}", file=sys.stderr)  # no password of a server's address

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
@@ -236,6 +237,21 @@ def stable_ids(page: str) -> str:
     return page
 
 
+@lru_cache(maxsize=1)
+def _exporter() -> tuple[HTMLExporter, KeepProfileCells]:
+    """One exporter for every page a process renders, so its templates are compiled once (an exporter of its own
+    compiled the report template's ten files again for each page), and its KeepProfileCells, told each page's
+    kind of study before the page is rendered."""
+    exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)])
+    keep = KeepProfileCells()
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters", "parameters"}), enabled=True)
+    exporter.register_preprocessor(DropStderr(), enabled=True)
+    exporter.register_preprocessor(keep, enabled=True)
+    exporter.register_preprocessor(LeadWithFinding(), enabled=True)
+    exporter.register_preprocessor(FoldSettings(), enabled=True)
+    return exporter, keep
+
+
 def render(notebook: Path, out_dir: Path) -> Path:
     """One executed notebook to ``out_dir/<name>.html``; a notebook whose run did not complete is a
     ReportError (nothing is written), and so is a page that cannot be written (the page it would
@@ -245,12 +261,8 @@ def render(notebook: Path, out_dir: Path) -> Path:
     nb = read_executed(notebook)
     if why := run_problem(nb):
         raise ReportError(f"{shown_path(notebook)}: not rendered, its run did not complete: {why}")
-    exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)])
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters", "parameters"}), enabled=True)
-    exporter.register_preprocessor(DropStderr(), enabled=True)
-    exporter.register_preprocessor(KeepProfileCells(study=ran_for_study(nb)), enabled=True)
-    exporter.register_preprocessor(LeadWithFinding(), enabled=True)
-    exporter.register_preprocessor(FoldSettings(), enabled=True)
+    exporter, keep = _exporter()
+    keep.study = ran_for_study(nb)
     title = titles.get(notebook.stem, notebook.stem)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     if notebook.stem in titles:
