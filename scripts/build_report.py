@@ -119,7 +119,8 @@ def relink_folder(cfg, pages: list[Path] | None = None) -> None:
 def draw_index_charts(conditions, cfg, folder: Path) -> dict[str, Path]:
     """The index's three charts of ``conditions`` (the condition table, escalate left out where it never
     escalates) drawn into ``folder`` under the names the profile's figures have: headline, frontier,
-    conditions -> the PNG drawn."""
+    conditions -> the PNG drawn (a chart a page of this command drew from the same inputs is not drawn again:
+    ``lib.report.plots.drawn_once``)."""
     from lib.report import plots
     from lib.report.article import article_figures, shows_article
     from lib.report.display import design_namer
@@ -130,7 +131,7 @@ def draw_index_charts(conditions, cfg, folder: Path) -> dict[str, Path]:
     out = {}
     for key, (chart, kwargs) in charts.items():
         out[key] = folder / f"{cfg.name}_{key}.png"
-        chart(conditions, out[key], names=names, **kwargs)
+        chart(conditions, out[key], names=names, reuse=True, **kwargs)
     return out
 
 
@@ -156,7 +157,7 @@ def write_index(cfg) -> Path | None:
     # redraws the committed charts from it, byte for byte)
     write_bytes(cfg.report_dir / "tables" / CHART_TABLE, spreadsheet_safe(conditions).to_csv(index=False).encode("utf-8"))
     try:
-        scored = queries.load_scored(cfg)
+        scored = queries.load_scored(cfg, results=False)  # its tables only: the pages kept them
     except DataError as exc:
         print(f"warning: the agent's table on the index is left out: {exc}", file=sys.stderr)
         scored = None

@@ -131,12 +131,15 @@ def main(argv: list[str]) -> int:
     failed_dir = args.failed_root / str(out).lstrip("/")
     from jupyter_client.kernelspec import NoSuchKernel
 
-    from lib.report.chart_files import KEPT_LOG, kept_line  # the charts kept within tolerance are named in this file
+    from lib.report.chart_files import DRAWN_DIR, KEPT_LOG, kept_line  # the charts kept within tolerance are named in this file
 
     handle, kept_log = tempfile.mkstemp(prefix="kept-charts-", suffix=".tsv")
     os.close(handle)
     atexit.register(Path(kept_log).unlink, missing_ok=True)
     os.environ[KEPT_LOG] = kept_log  # read by the kernel (started below) and by the render in this process
+    drawn = tempfile.TemporaryDirectory(prefix="drawn-charts-")  # the charts this command drew, for the index
+    atexit.register(drawn.cleanup)
+    os.environ[DRAWN_DIR] = drawn.name
     try:
         from lib.config import ENV_OVERRIDES  # the environment's settings are inputs of the pages
         from lib.report.inputs import PAGE_ENV, inputs_digest, page_folders  # a page of the same inputs is kept

@@ -155,3 +155,23 @@ def test_question_lengths_without_styles(tmp_path):
     mixed = pd.DataFrame({"qid": ["q1", "q2"], "style": ["vague", ""], "words": [12, 30]})
     fig = question_lengths(mixed, tmp_path / "mixed.png")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["vague\n(1 questions)", "(no style)\n(1 questions)"]
+
+
+def test_the_index_places_a_chart_a_page_drew_from_the_same_inputs_in_one_make_report(tmp_path, monkeypatch):
+    """Within one `make report` (its folder of drawings named in REPORT_DRAWN_CHARTS), a chart asked with
+    reuse=True from the same table, names and options is the PNG drawn before, not drawn again; another table,
+    or no such folder (outside `make report`), draws it."""
+    from lib.report import chart_files
+
+    t = pd.DataFrame([_row("full questions", "dense", 0.5, 0.4, 0.1, 0),
+                      _row("full questions", "agent", 0.6, 0.5, 3.0, 900, calls=1.0)])
+    assert plots.frontier_chart(t, tmp_path / "none.png", reuse=True) is not None  # no folder: drawn
+    monkeypatch.setenv(chart_files.DRAWN_DIR, str(tmp_path / "drawn"))
+    assert plots.frontier_chart(t, tmp_path / "page.png") is not None  # the page draws it, and it is kept
+    assert plots.frontier_chart(t, tmp_path / "index.png", reuse=True) is None  # the index places it
+    assert (tmp_path / "index.png").read_bytes() == (tmp_path / "page.png").read_bytes()
+    assert plots.frontier_chart(t, tmp_path / "named.png", names=str.upper, reuse=True) is not None  # other names
+    other = t.assign(mrr_at_10=[0.4, 0.7])
+    assert plots.frontier_chart(other, tmp_path / "other.png", reuse=True) is not None  # another table: drawn
+    assert (tmp_path / "other.png").read_bytes() != (tmp_path / "page.png").read_bytes()
+    assert plots.conditions_chart(t, tmp_path / "c.png", reuse=True) is not None  # another chart of the same table

@@ -10,6 +10,7 @@ saved chart as its file (:func:`shown_png`), so the page embedding it keeps its 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -20,7 +21,9 @@ import tempfile
 import weakref
 import zlib
 from pathlib import Path
+from typing import Callable
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -37,6 +40,12 @@ from ..io import write_bytes
 TOLERANCE = 1.0
 DIGEST = "data sha256:"  # the PNG's Comment: the digest of what the chart shows (:func:`drawn_data`)
 KEPT_LOG = "REPORT_KEPT_CHARTS"  # a file named here collects the charts kept within tolerance (scripts/run_notebooks.py)
+# a folder named here keeps each chart drawn in one `make report` by what it was drawn from (:func:`drawing_key`),
+# so the index places page 10's drawing of the same chart instead of drawing it again (scripts/run_notebooks.py)
+DRAWN_DIR = "REPORT_DRAWN_CHARTS"
+# settings that say how matplotlib shows a figure, not how Agg draws its PNG (the kernel's inline backend, the
+# render's Agg)
+_NOT_DRAWING = ("backend", "backend_fallback", "interactive")
 _SHOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a saved figure -> its PNG file
 
 
@@ -117,6 +126,49 @@ def place_png(png: bytes, path: Path) -> str:
                 return "kept"
     write_bytes(path, png)
     return "written"
+
+
+def drawing_key(chart: str, table: pd.DataFrame, names, options: dict) -> str:
+    """What a chart is drawn from, whole: the chart's name, every value of its table, the name it shows for each
+    design, its options, and matplotlib's version and settings."""
+    designs = sorted(set(table["design"].astype(str))) if "design" in table else []
+    rc = sorted((k, str(v)) for k, v in matplotlib.rcParams.items() if k not in _NOT_DRAWING)
+    state = [chart, table.to_csv(index=False), {d: names(d) for d in designs}, options, matplotlib.__version__, rc]
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def drawn_before(key: str, path: Path) -> bool:
+    """Place at ``path`` (as :func:`place_png` places a drawing) the PNG this `make report` drew from the same
+    inputs (:func:`drawing_key`) and kept (:func:`keep_drawing`); False when it drew none (or outside one)."""
+    kept = Path(os.environ[DRAWN_DIR]) / f"{key}.png" if os.environ.get(DRAWN_DIR) else None
+    if kept is None or not kept.is_file():
+        return False
+    place_png(kept.read_bytes(), path)
+    return True
+
+
+def keep_drawing(key: str, path: Path) -> None:
+    """Keep the chart just placed at ``path`` for :func:`drawn_before`, within a `make report` (its folder
+    :data:`DRAWN_DIR`); nothing outside one."""
+    if os.environ.get(DRAWN_DIR) and Path(path).is_file():
+        write_bytes(Path(os.environ[DRAWN_DIR]) / f"{key}.png", Path(path).read_bytes())
+
+
+def drawn_once(chart):
+    """A chart of a table (``chart(table, path, names=..., **options)``) whose PNG is kept, within one `make
+    report`, by what it was drawn from (:func:`drawing_key`); asked with ``reuse=True`` (the
+    index), a drawing of the same inputs made earlier in the command (page 10 draws two of the index's charts
+    from the same table) is placed at ``path`` instead, and None returned in place of the figure."""
+    @functools.wraps(chart)
+    def draw(table: pd.DataFrame, path: Path, names: Callable[[str], str] | None = None, *, reuse: bool = False,
+             **options):
+        key = drawing_key(chart.__name__, table, names or (lambda d: d), options)
+        if reuse and drawn_before(key, path):
+            return None
+        fig = chart(table, path, **({} if names is None else {"names": names}), **options)
+        keep_drawing(key, path)
+        return fig
+    return draw
 
 
 def kept_line(log: Path) -> str | None:

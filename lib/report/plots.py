@@ -7,8 +7,7 @@ its lowest to its highest run. Charts are at most 12.6 in wide and saved at 100 
 px wide shows them unscaled and no text is under 9 pt. Designs are named by ``names`` (the report
 passes :func:`lib.report.display.design_namer`, which names the offline rerank step by what it
 fuses); in the headline and the frontier, designs that call a language model are orange and those
-that do not blue.
-"""
+that do not blue. The index's three charts are drawn once a `make report` (``chart_files.drawn_once``)."""
 from __future__ import annotations
 
 import io
@@ -186,6 +185,7 @@ def deltas_chart(deltas: pd.DataFrame, path: Path, names: Callable[[str], str] =
     return _save(fig, path)
 
 
+@chart_files.drawn_once
 def conditions_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same):
     """recall@5 and MRR@10 of every design in every condition (0 to 1): small multiples, one panel per
     condition with the designs named on its rows, recall@5 a hollow circle and MRR@10 a filled one
@@ -354,6 +354,7 @@ def _place_labels(ax, xs, ys, texts, renderer, fontsize: int = SMALL) -> list:
     return anns
 
 
+@chart_files.drawn_once
 def frontier_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same, metric: str = "mrr_at_10"):
     """Per condition (one panel each, in two columns), a score (MRR@10 by default) against the median
     latency per question (the tables' latency), each design labelled beside its point with its LLM
@@ -417,6 +418,7 @@ def frontier_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] 
     return _save(fig, path, layout=False, data=t[[c for c in dict.fromkeys(used) if c in t]])
 
 
+@chart_files.drawn_once
 def headline_chart(table: pd.DataFrame, path: Path, names: Callable[[str], str] = _same, article: dict | None = None,
                    default: str = "full questions"):
     """The report's one headline figure, small enough to sit whole, legend included, on the index's first

@@ -5,8 +5,8 @@ condition's saved records as the loss, merge and page-12 measurements take them 
 ``lib.evaluation`` take what is read here as arguments."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import io
 import json
 import pickle
 from pathlib import Path
@@ -31,19 +31,30 @@ from ..runs import read_checked, read_results, run_files
 
 
 # --------------------------------------------------------------------------- the grid and its tables
-def load_scored(profile: Profile) -> scores.Scored:
+def load_scored(profile: Profile, results: bool = True) -> scores.Scored:
     """The profile's saved runs, each record checked (:func:`record_check`), restricted the one way
     every table of the report uses. Kept in this process by what they are read from (:func:`_table_key`: the
     settings and every run file of the grid), so the pages of one `make report` read each condition once; each
-    call gets its own copies of the tables."""
+    call gets its own copies of the tables. Their tables are also kept on disk (:func:`stored_table`, without the
+    results themselves), so a caller that needs only the tables (``results=False``: the index, rendered in
+    another process than the pages) reads them instead of reading and checking every run file again (its
+    ``results`` then empty)."""
     key = _table_key(profile)
+    if key not in _SCORED and not results:
+        kept = _read_stored("scores", key)
+        if kept is not None:
+            return _copied(kept)
     if key not in _SCORED:
         if len(_SCORED) >= 8:
             _SCORED.pop(next(iter(_SCORED)))
         parts = ProfileParts(profile, progress=False)
         _SCORED[key] = scores.load_scored(scored_questions(profile, parts.papers), results_dir(profile),
                                           record_check(profile, parts))
-    sc = _SCORED[key]
+        _write_stored("scores", key, dataclasses.replace(_SCORED[key], results=[]))
+    return _copied(_SCORED[key])
+
+
+def _copied(sc: scores.Scored) -> scores.Scored:
     return scores.Scored(sc.questions, sc.pq_all.copy(), list(sc.partial), list(sc.common), sc.pq.copy(),
                          list(sc.results))
 
@@ -120,15 +131,26 @@ def stored_table(name: str, key: str, compute) -> pd.DataFrame:
     (:func:`code_digest`), its digest sealed (:func:`lib.io.read_cache`: a damaged file is named and computed
     again): `make report` computes a table once for its pages and its index, which render in two processes, and
     a rerun with nothing changed reads it."""
-    path = TABLE_CACHE / f"{name}-{hashlib.sha256((key + code_digest()).encode()).hexdigest()[:32]}.pkl"
-    table = read_cache(path, pd.read_pickle, f"{name} table", _UNREADABLE)
+    table = _read_stored(name, key)
     if table is None:
         table = compute()
-        buffer = io.BytesIO()
-        table.to_pickle(buffer)
-        write_bytes(path, buffer.getvalue())
-        seal(path)
+        _write_stored(name, key, table)
     return table
+
+
+def _stored_path(name: str, key: str) -> Path:
+    return TABLE_CACHE / f"{name}-{hashlib.sha256((key + code_digest()).encode()).hexdigest()[:32]}.pkl"
+
+
+def _read_stored(name: str, key: str):
+    """What :func:`_write_stored` kept under ``name`` and ``key`` with this code, or None."""
+    return read_cache(_stored_path(name, key), pd.read_pickle, f"{name} table", _UNREADABLE)
+
+
+def _write_stored(name: str, key: str, value) -> None:
+    path = _stored_path(name, key)
+    write_bytes(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    seal(path)
 
 
 def condition_table(profile: Profile) -> pd.DataFrame:
