@@ -4,7 +4,7 @@ as a child process, measured as the user + system CPU time of every process it s
 the render alike) beside its wall time. CPU time, unlike wall time, does not grow when other jobs
 share the cores, so it is the figure held to the goal (2 minutes of CPU).
 
-Usage: python scripts/bench_render.py [--clone [--base REV]] [--into PATH] [-- COMMAND ...]
+Usage: python scripts/bench_render.py [--clone [--base REV [--rounds N]]] [--into PATH] [-- COMMAND ...]
 
 Prints the measurement as JSON; ``--into PATH`` also writes it into that benchmark file (a
 ``make bench`` output such as build/bench.json or results/bench.json) as the step
@@ -20,7 +20,9 @@ file byte for byte). Exits 1 when a run left any.
 ``--base REV`` (with ``--clone``): a fresh clone of REV rendered the same way in the same run, the two commits
 taken in turn in each pass, and the step ``report_rerender_versus``: both commits' CPU seconds, cold and warm,
 their ratio and the machine (the machine varies between runs; a ratio measured side by side does not). The
-goal: at most 0.6x the base's CPU."""
+goal: at most 0.6x the base's CPU. ``--rounds N`` (with ``--base``): the cold pass N times, each in new fresh clones
+of both commits taken in turn, and the medians kept (one render's CPU time varies by a tenth from run to run on a
+shared machine); the warm pass once."""
 from __future__ import annotations
 
 import json
@@ -37,7 +39,8 @@ def main(argv: list[str]) -> int:
         argv, command = argv[:at], argv[at + 1:]
     into = Path(argv[argv.index("--into") + 1]) if "--into" in argv else None
     base = argv[argv.index("--base") + 1] if "--base" in argv else None
-    steps = rerender_in_clone(base=base) if "--clone" in argv else {"report_rerender": measure(command)}
+    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 1
+    steps = rerender_in_clone(base=base, rounds=rounds) if "--clone" in argv else {"report_rerender": measure(command)}
     print(json.dumps(steps, indent=1))
     if into is not None:
         bench = json.loads(into.read_text(encoding="utf-8")) if into.exists() else {"steps": {}}

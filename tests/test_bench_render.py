@@ -114,3 +114,24 @@ def test_two_commits_are_measured_in_turn_in_fresh_clones_and_their_ratio_kept()
         assert r["ratio"] == r["commit_cpu_s"] / r["base_cpu_s"] and r["base_cpu_s"] > 0
     assert steps["report_rerender"]["commit"] == row["commit"] and steps["report_rerender"]["changed"] == []
     assert f"the CPU of {row['base']} cold" in row["summary"] and row["machine"] in row["summary"]
+
+
+def test_rounds_take_the_cold_pass_again_in_new_clones_and_keep_the_medians():
+    """rerender_in_clone(rounds=3): three cold rounds, each in new fresh clones of both commits taken in turn, then
+    one warm pass; the versus step holds each round and the medians of the CPU seconds."""
+    import statistics
+
+    from lib.report.bench import rerender_in_clone
+
+    order = []
+    burn = [sys.executable, "-c", "import hashlib\nfor i in range(50000): hashlib.sha256(b'x' * 64).digest()"]
+    steps = rerender_in_clone(commit="HEAD", base="HEAD", command=burn, log=order.append, rounds=3)
+    assert [line.rsplit("(", 1)[1] for line in order] == ["cold)"] * 6 + ["warm)"] * 2
+    row = steps["report_rerender_versus"]
+    rounds = row["cold"]["each_round"]
+    assert row["rounds"] == 3 and len(rounds) == 3
+    assert row["cold"]["base_cpu_s"] == statistics.median(r["base_cpu_s"] for r in rounds)
+    assert row["cold"]["commit_cpu_s"] == statistics.median(r["commit_cpu_s"] for r in rounds)
+    assert row["cold"]["ratio"] == row["cold"]["commit_cpu_s"] / row["cold"]["base_cpu_s"]
+    assert steps["report_rerender"]["cpu_s"] == row["cold"]["commit_cpu_s"]  # the median round's own step
+    assert "the median of 3 rounds" in row["summary"]

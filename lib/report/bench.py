@@ -355,8 +355,8 @@ def cpu_model() -> str:
 
 
 def rerender_in_clone(commit: str = "HEAD", log: Callable[[str], None] = print, base: str | None = None,
-                      goal_ratio: float = 0.6, command: Sequence[str] = ("make", "-o", "setup", "report")
-                      ) -> dict[str, dict]:
+                      goal_ratio: float = 0.6, command: Sequence[str] = ("make", "-o", "setup", "report"),
+                      rounds: int = 1) -> dict[str, dict]:
     """`make report` twice in a fresh clone of ``commit`` (:func:`fresh_clone`; `-o setup`: the venv is set up
     beforehand and not counted): ``report_rerender`` the first run, cold (the clone as checked out: notebooks
     not yet synced, the project's modules not yet compiled, no cache built on use), ``report_rerender_warm``
@@ -366,44 +366,61 @@ def rerender_in_clone(commit: str = "HEAD", log: Callable[[str], None] = print, 
     With ``base``, a fresh clone of that commit is rendered the same way in the same run, each pass taking the
     two commits in turn (base cold, commit cold, base warm, commit warm), so the machine's state weighs on both
     alike; ``report_rerender_versus`` holds both commits' CPU seconds, their ratio cold and warm, the machine
-    and the goal (``goal_ratio``: at most that share of the base's CPU). ``command``: what is measured in each
-    clone (`make report` unless given)."""
+    and the goal (``goal_ratio``: at most that share of the base's CPU). ``rounds``: the cold pass taken that many
+    times, each in new fresh clones of both commits, the versus step holding each round and the medians (the
+    CPU time of one render varies by a tenth from one run to the next on a shared machine; the median of
+    rounds taken in turn less so); the warm pass runs once, in the last round's clones. ``command``: what is
+    measured in each clone (`make report` unless given)."""
     out: dict[str, dict] = {}
-    passes = (("report_rerender", "cold: the first make report of a fresh clone"),
-              ("report_rerender_warm", "warm: the same make report run again in that clone"))
+    roles = ((("base", base),) if base else ()) + (("commit", commit),)
+    cold, warm = "cold: the first make report of a fresh clone", "warm: the same make report run again in that clone"
     with tempfile.TemporaryDirectory(prefix="rerender-") as tmp:
-        clones = {}
-        for role, rev in ((("base", base),) if base else ()) + (("commit", commit),):
-            clone = fresh_clone(Path(tmp) / role, rev)
-            clones[role] = (clone, subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True,
-                                                  capture_output=True, text=True).stdout.strip())
-        measured: dict[tuple[str, str], dict] = {}
-        for key, when in passes:
-            for role, (clone, sha) in clones.items():
-                log(f"make report in a fresh clone of {sha} ({when.split(':')[0]})")
-                step = measure(list(command), cwd=clone)
-                changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".",
-                                          ":!.venv"], cwd=clone, check=True, capture_output=True,
-                                         text=True).stdout.splitlines()
-                step.update(commit=sha, changed=changed, loadavg=[round(x, 2) for x in os.getloadavg()],
-                            how=f"{when} of commit {sha}, its .venv set up beforehand (make setup, not counted); CPU "
-                                "time of every process make report started (the kernel, papermill, the render), "
-                                "user + system")
-                measured[(key, role)] = step
-        for key, _ in passes:
-            out[key] = measured[(key, "commit")]
+
+        def run(role: str, clone: Path, sha: str, when: str) -> dict:
+            log(f"make report in a fresh clone of {sha} ({when.split(':')[0]})")
+            step = measure(list(command), cwd=clone)
+            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".", ":!.venv"],
+                                     cwd=clone, check=True, capture_output=True, text=True).stdout.splitlines()
+            step.update(commit=sha, changed=changed, loadavg=[round(x, 2) for x in os.getloadavg()],
+                        how=f"{when} of commit {sha}, its .venv set up beforehand (make setup, not counted); CPU "
+                            "time of every process make report started (the kernel, papermill, the render), "
+                            "user + system")
+            return step
+
+        colds: list[dict[str, dict]] = []
+        for n in range(max(1, rounds)):
+            clones = {}
+            for role, rev in roles:
+                clone = fresh_clone(Path(tmp) / f"{role}-{n + 1}", rev)
+                clones[role] = (clone, subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True,
+                                                      capture_output=True, text=True).stdout.strip())
+            colds.append({role: run(role, clone, sha, cold) for role, (clone, sha) in clones.items()})
+        warms = {role: run(role, clone, sha, warm) for role, (clone, sha) in clones.items()}
+        middle = {role: sorted((c[role] for c in colds), key=lambda st: st["cpu_s"])[(len(colds) - 1) // 2]
+                  for role, _ in roles}  # the median round's step (the lower middle of an even count)
+        out["report_rerender"], out["report_rerender_warm"] = middle["commit"], warms["commit"]
         if base:
             base_sha, sha, machine = clones["base"][1], clones["commit"][1], cpu_model()
             row = {"base": base_sha, "commit": sha, "machine": machine, "threads": os.cpu_count(),
-                   "goal_ratio": goal_ratio}
-            for key, name in zip((k for k, _ in passes), ("cold", "warm")):
-                b, c = measured[(key, "base")], measured[(key, "commit")]
-                row[name] = {"base_cpu_s": b["cpu_s"], "commit_cpu_s": c["cpu_s"], "ratio": c["cpu_s"] / b["cpu_s"],
-                             "base_wall_s": b["wall_s"], "commit_wall_s": c["wall_s"], "base_changed": b["changed"]}
+                   "goal_ratio": goal_ratio, "rounds": len(colds)}
+            b_cold = float(statistics.median(c["base"]["cpu_s"] for c in colds))
+            c_cold = float(statistics.median(c["commit"]["cpu_s"] for c in colds))
+            row["cold"] = {"base_cpu_s": b_cold, "commit_cpu_s": c_cold, "ratio": c_cold / b_cold,
+                           "base_wall_s": float(statistics.median(c["base"]["wall_s"] for c in colds)),
+                           "commit_wall_s": float(statistics.median(c["commit"]["wall_s"] for c in colds)),
+                           "base_changed": sorted({f for c in colds for f in c["base"]["changed"]}),
+                           "each_round": [{"base_cpu_s": c["base"]["cpu_s"], "commit_cpu_s": c["commit"]["cpu_s"],
+                                           "ratio": c["commit"]["cpu_s"] / c["base"]["cpu_s"]} for c in colds]}
+            b, c = warms["base"], warms["commit"]
+            row["warm"] = {"base_cpu_s": b["cpu_s"], "commit_cpu_s": c["cpu_s"], "ratio": c["cpu_s"] / b["cpu_s"],
+                           "base_wall_s": b["wall_s"], "commit_wall_s": c["wall_s"], "base_changed": b["changed"]}
             worst = max(row["cold"]["ratio"], row["warm"]["ratio"])
             row["within_goal"] = worst <= goal_ratio
-            row["summary"] = (f"{row['cold']['ratio']:.2f}x the CPU of {base_sha} cold ({row['cold']['commit_cpu_s']:.0f} s "
-                              f"against {row['cold']['base_cpu_s']:.0f} s), {row['warm']['ratio']:.2f}x warm "
+            each = [r["ratio"] for r in row["cold"]["each_round"]]
+            spread = (f" (the median of {len(each)} rounds taken in turn, each {min(each):.2f}x to {max(each):.2f}x)"
+                      if len(each) > 1 else "")
+            row["summary"] = (f"{row['cold']['ratio']:.2f}x the CPU of {base_sha} cold ({c_cold:.0f} s against "
+                              f"{b_cold:.0f} s){spread}, {row['warm']['ratio']:.2f}x warm "
                               f"({row['warm']['commit_cpu_s']:.0f} s against {row['warm']['base_cpu_s']:.0f} s); "
                               f"{'within' if row['within_goal'] else 'over'} the goal of {goal_ratio:.1f}x; both "
                               f"commits in fresh clones, side by side in one run on {machine}, {os.cpu_count()} threads")
