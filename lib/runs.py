@@ -18,7 +18,7 @@ from .progress import bar as tqdm  # progress in the terminal, never in a page
 from .designs import Design, Question, Result
 from .errors import DataError
 from .data.relevance import judgements
-from .io import Appender, locked, read_jsonl, read_once, repair_torn_tail, write_text
+from .io import Appender, content_digest, locked, read_jsonl, read_once, repair_torn_tail, write_text
 from contextlib import ExitStack
 
 # provenance entries that say how a result was obtained but not what it depends on
@@ -123,7 +123,7 @@ _CHECKED: set[tuple] = set()
 
 
 def _check_key(path: Path, design: str, check: RecordCheck) -> tuple:
-    content = hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+    content = content_digest(path)  # the file as it is, as read_results keeps it
     return (str(Path(path).resolve()), content, design, len(check.known_ids), len(check.questions),
             json.dumps([check.digests, check.settings.get(design, {})], sort_keys=True, default=str))
 

@@ -120,7 +120,7 @@ def draw_index_charts(conditions, cfg, folder: Path) -> dict[str, Path]:
     """The index's three charts of ``conditions`` (the condition table, escalate left out where it never
     escalates) drawn into ``folder`` under the names the profile's figures have: headline, frontier,
     conditions -> the PNG drawn (a chart a page of this command drew from the same inputs is not drawn again:
-    ``lib.report.plots.drawn_once``)."""
+    ``lib.report.chart_files.drawn_once``)."""
     from lib.report import plots
     from lib.report.article import article_figures, shows_article
     from lib.report.display import design_namer
